@@ -1,0 +1,5 @@
+"""Allow `python -m needlepoint`."""
+
+from needlepoint.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""Canonical JSON and hashing: the bytes that every SHA-256 in the project is taken over.
+
+Canonical means sorted keys, UTF-8, no ASCII escaping and no insignificant whitespace, so that
+any language can reproduce the same bytes from the same values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from needlepoint.errors import NeedlepointError
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """Return the canonical JSON encoding of ``value``."""
+    return json.dumps(
+        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256 of raw bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes, streamed so large files stay out of memory."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Load one JSON document, turning every failure into a one-line NeedlepointError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NeedlepointError(f"{p}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NeedlepointError(f"{p}:{exc.lineno}: broken JSON ({exc.msg})") from None
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each line of a JSONL file; errors name file and line."""
+    p = Path(path)
+    try:
+        fh = p.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise NeedlepointError(f"{p}: file not found") from None
+    with fh:
+        try:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    raise NeedlepointError(f"{p}:{number}: empty line")
+                try:
+                    yield number, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise NeedlepointError(f"{p}:{number}: broken JSON ({exc.msg})") from None
+        except UnicodeDecodeError as exc:
+            raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason})") from None
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write a file via a temporary sibling and rename, so a crash never leaves half a file."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+
+
+def jsonl_bytes(values: Iterable[Any]) -> bytes:
+    """Canonical JSONL: one canonical document per line, each ending in a newline."""
+    return b"".join(canonical_bytes(v) + b"\n" for v in values)
