@@ -1,0 +1,199 @@
+"""The protocol: every parameter of a design, frozen into ``protocol.json`` with the materials.
+
+Version 1 of ``context-position-similar`` is the reference design of the brief. Its parameters
+are fixed here; any other parameters must carry a different version, so that two different
+designs can never share a name.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import read_json
+
+FORMAT = 1
+PROTOCOL_ID = "context-position-similar"
+CODE_PATTERN = r"[A-Z]{2}-[0-9]{4}"
+
+_REFERENCE: dict[str, Any] = {
+    "format": FORMAT,
+    "protocol_id": PROTOCOL_ID,
+    "version": 1,
+    "description": "Middle-position loss under near-duplicate distractors (seeds 000/001).",
+    "model": "agnes-3.0-flash",
+    "temperature": 0,
+    "max_tokens": 1024,
+    "cases": 8,
+    "lengths": [60, 240],
+    "similarities": ["low", "high"],
+    "conditions": ["B", "M", "E", "A"],
+    "orders": ["B-M-A-E", "M-E-B-A", "E-A-M-B", "A-B-E-M"],
+    "seeds": {"materials": 20260930, "order": 20260930},
+    "unknown": "UNKNOWN",
+    "code_pattern": CODE_PATTERN,
+    "names": {
+        "suffix": "项目",
+        "places": (
+            "松塔 松林 青石 青山 柳湾 柳岸 梅岭 梅园 枫桥 枫林 竹溪 竹园 云台 云山 金沙 金湾 "
+            "白鹭 白沙 黄岩 黄沙 紫荆 紫竹 翠屏 翠湖 玉泉 玉山 石门 石湾 桃源 桃园 杏花 杏林"
+        ).split(),
+        "sites": (
+            "北站 南站 东站 西站 东港 西港 南港 北港 码头 渡头 桥头 新区 园区 港区 校区 山庄 "
+            "农庄 广场 中心 大道 水厂 电厂 仓库 基地 车场 货场 湿地 隧道 泵站 枢纽"
+        ).split(),
+        "qualifiers": (
+            "试验 改造 扩建 维修 监测 养护 升级 示范 配套 绿化 照明 排水 加固 整治 规划 勘察 "
+            "调度 巡检 清淤 扩容"
+        ).split(),
+    },
+    "templates": {
+        "system": (
+            "你是一个严谨的检索助手。只依据用户消息中的记录作答，"
+            "只输出答案本身，不要解释，也不要添加任何其他文字。"
+        ),
+        "record": "名称：{name}，交接编码：{code}",
+        "user": (
+            "以下是项目交接记录，每行一条：\n{records}\n\n"
+            "问题：{name}的交接编码是什么？只回答编码本身（两个大写字母、连字符和四位数字）。"
+            "如果以上记录中没有这个项目，只回答 UNKNOWN。"
+        ),
+    },
+    "runner": {"min_gap_s": 20, "stop_statuses": [401, 403, 429], "max_consecutive_failures": 2},
+    "analysis": {
+        "threshold": 0.10,
+        "confidence": 0.95,
+        "min_complete_cases": 2,
+        "exact_bootstrap_max_cases": 12,
+        "bootstrap_resamples": 10000,
+        "bootstrap_seed": 20260930,
+    },
+}
+
+# Fields that describe provenance rather than the design; changing them keeps the version.
+_FREE_FIELDS = frozenset({"description"})
+
+
+def reference_protocol() -> dict[str, Any]:
+    """A fresh copy of protocol context-position-similar v1."""
+    return copy.deepcopy(_REFERENCE)
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any], where: str) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if key not in base:
+            raise NeedlepointError(f"{where}: unknown protocol field {key!r}")
+        if isinstance(base[key], dict) and isinstance(value, dict):
+            out[key] = _merge(base[key], value, f"{where}.{key}")
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+    changed = []
+    for key in sorted(set(a) | set(b)):
+        if prefix == "" and key in _FREE_FIELDS | {"version"}:
+            continue
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            changed += _changed_fields(va, vb, f"{prefix}{key}.")
+        elif va != vb:
+            changed.append(prefix + key)
+    return changed
+
+
+def load_override(path: str | Path) -> dict[str, Any]:
+    """Reference parameters overridden by a JSON file; a changed design needs a new version."""
+    override = read_json(path)
+    if not isinstance(override, dict):
+        raise NeedlepointError(f"{path}: a protocol override must be a JSON object")
+    protocol = _merge(_REFERENCE, override, str(path))
+    validate(protocol, str(path))
+    return protocol
+
+
+def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
+    """Refuse parameters the generator cannot honour, with one line naming the field."""
+    if p.get("format") != FORMAT:
+        raise NeedlepointError(f"{where}: unsupported protocol format {p.get('format')!r}")
+    if p.get("protocol_id") != PROTOCOL_ID:
+        raise NeedlepointError(f"{where}: unknown protocol_id {p.get('protocol_id')!r}")
+    missing = sorted(set(_REFERENCE) - set(p))
+    if missing:
+        raise NeedlepointError(f"{where}: missing field {missing[0]!r}")
+    version = p["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise NeedlepointError(f"{where}: version must be a positive integer")
+    changed = _changed_fields(_REFERENCE, p)
+    if version == 1 and changed:
+        raise NeedlepointError(
+            f"{where}: {PROTOCOL_ID} v1 is frozen; {changed[0]} differs, so set a new version"
+        )
+    _validate_design(p, where)
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _validate_design(p: dict[str, Any], where: str) -> None:
+    if p["code_pattern"] != CODE_PATTERN:
+        raise NeedlepointError(f"{where}: code_pattern is fixed at {CODE_PATTERN}")
+    if not isinstance(p["unknown"], str) or re.fullmatch(CODE_PATTERN, p["unknown"] or "A"):
+        raise NeedlepointError(f"{where}: unknown must be a non-code string")
+    if not isinstance(p["model"], str) or not p["model"]:
+        raise NeedlepointError(f"{where}: model must be a non-empty string")
+    if not _positive_int(p["max_tokens"]):
+        raise NeedlepointError(f"{where}: max_tokens must be a positive integer")
+    if not _positive_int(p["cases"]):
+        raise NeedlepointError(f"{where}: cases must be a positive integer")
+    lengths = p["lengths"]
+    if not lengths or not all(_positive_int(n) and n >= 12 for n in lengths):
+        raise NeedlepointError(f"{where}: lengths must be integers of at least 12 records")
+    if len(set(lengths)) != len(lengths):
+        raise NeedlepointError(f"{where}: lengths must not repeat")
+    if p["similarities"] != ["low", "high"] or p["conditions"] != ["B", "M", "E", "A"]:
+        raise NeedlepointError(f"{where}: similarities and conditions are fixed by the design")
+    orders = p["orders"]
+    if not orders or any(sorted(o.split("-")) != sorted(p["conditions"]) for o in orders):
+        raise NeedlepointError(f"{where}: each order must be a permutation of B, M, E, A")
+    if p["cases"] % len(orders):
+        raise NeedlepointError(
+            f"{where}: cases ({p['cases']}) must be a multiple of the {len(orders)} orders "
+            "so that every order appears equally often in each stratum"
+        )
+    for key in ("materials", "order"):
+        seed = p["seeds"].get(key)
+        if not isinstance(seed, int) or isinstance(seed, bool) or abs(seed) >= 1 << 63:
+            raise NeedlepointError(f"{where}: seeds.{key} must be a 64-bit integer")
+    _validate_names(p["names"], where)
+    _validate_templates(p, where)
+
+
+def _validate_names(names: dict[str, Any], where: str) -> None:
+    pools = [names["places"], names["sites"], names["qualifiers"]]
+    for label, pool in zip(("places", "sites", "qualifiers"), pools, strict=True):
+        if len(pool) < 3 or any(not isinstance(w, str) or len(w) != 2 for w in pool):
+            raise NeedlepointError(f"{where}: names.{label} needs 3+ two-character words")
+        if len(set(pool)) != len(pool):
+            raise NeedlepointError(f"{where}: names.{label} repeats a word")
+    words = [w for pool in pools for w in pool]
+    if len(set(words)) != len(words):
+        raise NeedlepointError(f"{where}: a word appears in more than one names pool")
+    if not isinstance(names["suffix"], str) or len(names["suffix"]) != 2:
+        raise NeedlepointError(f"{where}: names.suffix must be two characters")
+
+
+def _validate_templates(p: dict[str, Any], where: str) -> None:
+    t = p["templates"]
+    if t["record"].count("{name}") != 1 or t["record"].count("{code}") != 1 or "\n" in t["record"]:
+        raise NeedlepointError(f"{where}: templates.record needs one {{name}}, one {{code}}")
+    if t["user"].count("{records}") != 1 or t["user"].count("{name}") != 1:
+        raise NeedlepointError(f"{where}: templates.user needs one {{records}} and one {{name}}")
+    if "{" in t["system"] or re.search(p["code_pattern"], t["system"]):
+        raise NeedlepointError(f"{where}: templates.system must be plain text without codes")
