@@ -1,0 +1,201 @@
+"""Write-ahead, hash-chained JSONL journal: the run folder's only source of truth.
+
+Every record is one canonical JSON line that carries ``prev``, the SHA-256 of the previous
+line's bytes (without its newline), and ``n``, its index; so editing, deleting or reordering any
+record breaks the chain. The last record is not followed by anything, so ``journal.head.json``
+holds the record count and final hash: deleting records from the end is visible too. Every
+append is flushed and fsynced before the caller acts on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import canonical_bytes, sha256_hex
+
+JOURNAL_FORMAT = 1
+JOURNAL_NAME = "journal.jsonl"
+HEAD_NAME = "journal.head.json"
+GENESIS = "0" * 64
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    """The hash the next record's ``prev`` must carry."""
+    return sha256_hex(canonical_bytes(record))
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """What reading a journal found. ``records`` holds the lines that parsed, in file order."""
+
+    ok: bool
+    problems: tuple[str, ...]
+    warnings: tuple[str, ...]
+    records: tuple[dict[str, Any], ...]
+    head: str
+    torn_tail: bytes = b""
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_chain(run_dir: str | os.PathLike[str]) -> ChainReport:
+    """Read ``journal.jsonl`` and check the chain, the line encoding and the head file."""
+    root = Path(run_dir)
+    path = root / JOURNAL_NAME
+    problems: list[str] = []
+    warnings: list[str] = []
+    records: list[dict[str, Any]] = []
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    lines = data.split(b"\n")
+    torn = lines.pop()  # bytes after the last newline: empty unless a write was cut short
+    if torn:
+        warnings.append(
+            f"{path}:{len(lines) + 1}: incomplete last line ({len(torn)} bytes, a crash during "
+            "a write); the next run records its hash and drops it"
+        )
+    head = GENESIS
+    hashes: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            problems.append(f"{where}: not a JSON line")
+            head = sha256_hex(line)
+            hashes.append(head)
+            continue
+        if not isinstance(record, dict):
+            problems.append(f"{where}: not a JSON object")
+            head = sha256_hex(line)
+            hashes.append(head)
+            continue
+        if canonical_bytes(record) != line:
+            problems.append(f"{where}: not canonical JSON (the line was rewritten)")
+        if record.get("format") != JOURNAL_FORMAT:
+            problems.append(f"{where}: field format: expected {JOURNAL_FORMAT}")
+        if record.get("n") != number - 1:
+            problems.append(f"{where}: field n: expected {number - 1}, found {record.get('n')!r}")
+        if record.get("prev") != head:
+            problems.append(
+                f"{where}: field prev does not match the previous record "
+                "(a record was edited, deleted or moved)"
+            )
+        records.append(record)
+        head = sha256_hex(line)
+        hashes.append(head)
+    _check_head(root, hashes, problems, warnings)
+    return ChainReport(
+        not problems, tuple(problems), tuple(warnings), tuple(records), head, torn_tail=torn
+    )
+
+
+def _check_head(root: Path, hashes: list[str], problems: list[str], warnings: list[str]) -> None:
+    path = root / HEAD_NAME
+    if not path.exists():
+        if hashes:
+            problems.append(f"{path}: missing, so deleted final records cannot be ruled out")
+        return
+    try:
+        saved = json.loads(path.read_text("utf-8"))
+        saved_count, saved_hash = int(saved["records"]), str(saved["sha256"])
+    except (ValueError, KeyError, TypeError):
+        problems.append(f"{path}: unreadable")
+        return
+    chain = [GENESIS, *hashes]  # chain[k] is the head after k records
+    if (saved_count, saved_hash) == (len(hashes), chain[-1]):
+        return
+    if saved_count == len(hashes) - 1 and chain[saved_count] == saved_hash:
+        # A crash between the journal append and the head update leaves it one record behind.
+        warnings.append(f"{path}: one record behind the journal (a crash between two writes)")
+        return
+    problems.append(
+        f"{path}: says {saved_count} records ending {saved_hash[:12]}, the journal has "
+        f"{len(hashes)} ending {chain[-1][:12]} (records deleted or edited)"
+    )
+
+
+@dataclass
+class Journal:
+    """An open journal for appending. Opening refuses a broken chain."""
+
+    run_dir: Path
+    fsync: bool = True
+    records: list[dict[str, Any]] = field(default_factory=list)
+    head: str = GENESIS
+    dropped_tail: bytes = b""
+
+    def __post_init__(self) -> None:
+        self.run_dir = Path(self.run_dir)
+        self.path = self.run_dir / JOURNAL_NAME
+        report = read_chain(self.run_dir)
+        if not report.ok:
+            raise NeedlepointError(f"journal chain broken: {report.problems[0]}")
+        self.records = list(report.records)
+        self.head = report.head
+        new = not self.path.exists()
+        if report.torn_tail:
+            # Our own crash recovery: the cut line never became a record. Its hash goes into
+            # the next record (see runner), so the repair itself is on the chain.
+            self.dropped_tail = report.torn_tail
+            with open(self.path, "r+b") as fh:
+                fh.truncate(self.path.stat().st_size - len(report.torn_tail))
+                os.fsync(fh.fileno())
+        self._fh = open(self.path, "ab")  # noqa: SIM115 -- held open for the run's lifetime
+        if new:
+            if self.fsync:
+                os.fsync(self._fh.fileno())
+                _fsync_dir(self.run_dir)
+            self._write_head()
+
+    @property
+    def count(self) -> int:
+        return len(self.records)
+
+    def append(self, type_: str, **fields: Any) -> dict[str, Any]:
+        """Append one record durably and return it."""
+        record = {"format": JOURNAL_FORMAT, "n": self.count, "prev": self.head, "type": type_}
+        record.update(fields)
+        line = canonical_bytes(record)
+        self._fh.write(line + b"\n")
+        self._fh.flush()
+        if self.fsync:
+            os.fsync(self._fh.fileno())
+        self.records.append(record)
+        self.head = sha256_hex(line)
+        self._write_head()
+        return record
+
+    def _write_head(self) -> None:
+        data = canonical_bytes(
+            {"format": JOURNAL_FORMAT, "records": self.count, "sha256": self.head}
+        )
+        tmp = self.run_dir / (HEAD_NAME + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data + b"\n")
+            if self.fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, self.run_dir / HEAD_NAME)
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
