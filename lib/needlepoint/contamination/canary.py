@@ -1,0 +1,122 @@
+"""Canary and positive control: tell knowing from reading by the tool-call count.
+
+Closed facts exist only inside the workspace. Asked from a clean room, they must score 0, or
+the questions are guessable and the canary is dead. Asked from inside, an exact answer with
+zero tool calls means the fact was already in the context. Without a recorded tool-call count
+there is no detector at all, which is itself a finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from needlepoint.contamination.formats import CONDITIONS, ResultRow
+
+_TRIMMED = "".join(chr(c) for c in range(0x21))
+
+
+def is_exact(row: ResultRow) -> bool:
+    """The answer equals the expected value after Java ``String.trim()`` (U+0000..U+0020)."""
+    return row.answer is not None and row.answer.strip(_TRIMMED) == row.expected
+
+
+@dataclass(frozen=True)
+class ConditionSummary:
+    """Closed-fact questions of one condition: how many, how many exact, tool calls in total."""
+
+    condition: str
+    questions: int
+    exact: int
+    tool_calls: int | None
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    """Dead-canary rows, leak rows, rows without a tool-call count, and the per-condition table."""
+
+    rows: int
+    summary: tuple[ConditionSummary, ...]
+    dead: tuple[ResultRow, ...]
+    leaks: tuple[ResultRow, ...]
+    missing_tool_calls: tuple[ResultRow, ...]
+
+    @property
+    def dead_canary(self) -> bool:
+        """True when the clean room answered a closed fact exactly."""
+        return bool(self.dead)
+
+    @property
+    def leaked(self) -> bool:
+        """True when an inside run answered a closed fact exactly with zero tool calls."""
+        return bool(self.leaks)
+
+    @property
+    def has_detector(self) -> bool:
+        """True when every row records its tool-call count."""
+        return not self.missing_tool_calls
+
+    @property
+    def has_clean_room(self) -> bool:
+        """True when some closed fact was asked from the clean room at all."""
+        return any(s.condition == "clean-room" and s.questions for s in self.summary)
+
+    def sentence(self) -> str:
+        """One line for reports."""
+        parts = [f"{s.exact} of {s.questions} exact from {s.condition}" for s in self.summary]
+        parts.append(f"{len(self.leaks)} exact closed answer(s) with zero tool calls")
+        if self.missing_tool_calls:
+            parts.append(f"{len(self.missing_tool_calls)} row(s) without tool_calls")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready summary listing every flagged row by its line."""
+
+        def rows(items: tuple[ResultRow, ...]) -> list[dict[str, Any]]:
+            return [
+                {
+                    "line": r.line,
+                    "run_id": r.run_id,
+                    "question_id": r.question_id,
+                    "condition": r.condition,
+                    "answer": r.answer,
+                    "expected": r.expected,
+                    "tool_calls": r.tool_calls,
+                }
+                for r in items
+            ]
+
+        return {
+            "rows": self.rows,
+            "summary": [
+                {
+                    "condition": s.condition,
+                    "questions": s.questions,
+                    "exact": s.exact,
+                    "tool_calls": s.tool_calls,
+                }
+                for s in self.summary
+            ],
+            "dead_canary": rows(self.dead),
+            "leaks": rows(self.leaks),
+            "missing_tool_calls": rows(self.missing_tool_calls),
+        }
+
+
+def check_canary(results: Sequence[ResultRow]) -> CanaryResult:
+    """Classify every closed-fact row; rows of open facts only feed the tool-call check."""
+    summary = []
+    for condition in CONDITIONS:
+        closed = [r for r in results if r.closed and r.condition == condition]
+        calls = [r.tool_calls for r in closed]
+        total = None if any(c is None for c in calls) else sum(c for c in calls if c is not None)
+        summary.append(ConditionSummary(condition, len(closed), sum(map(is_exact, closed)), total))
+    dead = tuple(r for r in results if r.closed and r.condition == "clean-room" and is_exact(r))
+    leaks = tuple(
+        r
+        for r in results
+        if r.closed and r.condition == "inside" and is_exact(r) and r.tool_calls == 0
+    )
+    missing = tuple(r for r in results if r.tool_calls is None)
+    return CanaryResult(len(results), tuple(summary), dead, leaks, missing)

@@ -1,0 +1,162 @@
+"""`needlepoint contamination <check>`: the four audits and the combined CI gate.
+
+Exit status: 0 clean, 1 a finding (leak, poisoned rerun, dead canary, results without
+tool_calls), 2 bad input (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from needlepoint.contamination.report import EXIT_FINDING, EXIT_PASSED
+
+_CONTEXT_HELP = "workspace folder, a single file, or a manifest .json written by `manifest`"
+_INCLUDE_HELP = "glob relative to the root (repeatable); replaces the default agent context files"
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from needlepoint.contamination.manifest import build_manifest, write_manifest
+    from needlepoint.contamination.select import DEFAULT_INCLUDES
+    from needlepoint.jsonio import canonical_bytes
+
+    manifest = build_manifest(args.root, args.include or DEFAULT_INCLUDES)
+    for p in manifest.problems:
+        print(f"problem: {p.path}: {p.kind} ({p.detail})", file=sys.stderr)
+    if args.out is None:
+        sys.stdout.write(canonical_bytes(manifest.to_json()).decode("utf-8") + "\n")
+    else:
+        write_manifest(manifest, args.out)
+        print(
+            f"{len(manifest.files)} file(s), {len(manifest.problems)} problem(s), "
+            f"manifest sha256 {manifest.sha256} -> {args.out}"
+        )
+    return EXIT_PASSED
+
+
+def _print_context_notes(result: object) -> None:
+    verification = getattr(result, "verification", None)
+    if verification is not None:
+        print("manifest: " + verification.sentence())
+        for c in verification.changes:
+            print(f"  {c.kind}: {c.path} ({c.detail})")
+    for p in getattr(result, "problems", ()):
+        print(f"problem: {p.path}: {p.kind} ({p.detail})")
+
+
+def _overlap(args: argparse.Namespace) -> int:
+    from needlepoint.contamination.context import load_context
+    from needlepoint.contamination.formats import read_discards, read_reference
+    from needlepoint.contamination.overlap import check_overlap
+
+    reference = read_reference(args.reference)
+    discards = read_discards(args.discard) if args.discard else ()
+    result = check_overlap(reference, load_context(args.context, args.include), discards)
+    print(result.sentence())
+    for m in result.kept:
+        print(f"  {m.reference_id}\t{m.answer}\t{m.where}")
+    for m in result.discarded:
+        print(f"  discarded {m.reference_id}\t{m.answer}\t{m.where}\t{m.discard_reason}")
+    for d in result.unused_discards:
+        print(f"  unused discard {d.source}:{d.line} ({d.reference_id} at {d.file}:{d.file_line})")
+    _print_context_notes(result)
+    return EXIT_FINDING if result.leaked else EXIT_PASSED
+
+
+def _timeline(args: argparse.Namespace) -> int:
+    from needlepoint.contamination.context import load_context
+    from needlepoint.contamination.formats import iso_from_ns, read_runs
+    from needlepoint.contamination.timeline import check_timeline
+
+    result = check_timeline(read_runs(args.runs), load_context(args.context, args.include))
+    print(result.sentence())
+    for h in result.holdings:
+        when = "after" if h.after_run else "not after"
+        print(
+            f"  {h.file} ({iso_from_ns(h.mtime_ns)}) holds values of run {h.run_id}, "
+            f"{when} its start ({h.minutes_after_start:+.0f} min)"
+        )
+    for p in result.poisoned:
+        print(f"  poisoned rerun {p.run_id} ({iso_from_ns(p.started_ns)}) by {p.file}")
+    _print_context_notes(result)
+    return EXIT_FINDING if result.has_poisoned_rerun else EXIT_PASSED
+
+
+def _canary(args: argparse.Namespace) -> int:
+    from needlepoint.contamination.canary import check_canary
+    from needlepoint.contamination.formats import read_results
+
+    result = check_canary(read_results(args.results))
+    print(result.sentence())
+    labelled = [("dead canary", r) for r in result.dead] + [("leak", r) for r in result.leaks]
+    labelled += [("no tool_calls", r) for r in result.missing_tool_calls]
+    for label, r in labelled:
+        print(f"  {label}: {args.results}:{r.line} {r.run_id}/{r.question_id}")
+    bad = result.dead_canary or result.leaked or not result.has_detector
+    return EXIT_FINDING if bad else EXIT_PASSED
+
+
+def _report(args: argparse.Namespace) -> int:
+    from needlepoint.contamination.report import build_report, write_report
+
+    report = build_report(
+        args.reference, args.runs, args.results, args.context, args.discard, args.include
+    )
+    json_path, md_path = write_report(report, args.out)
+    print(f"gate: {'PASSED' if report.passed else 'FAILED'} -> {json_path}, {md_path}")
+    for f in report.findings:
+        print(f"  {f.kind} ({f.check}): {f.message}")
+    return report.exit_code
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `contamination` and its checks to the `needlepoint` command."""
+    parser = sub.add_parser(
+        "contamination",
+        help="audit an agent's automatic context for answers it could read instead of know",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    checks = parser.add_subparsers(dest="check", metavar="CHECK")
+    checks.required = True
+
+    p = checks.add_parser(
+        "manifest", help="freeze the automatic context: paths, sizes, mtimes, SHA-256"
+    )
+    p.add_argument("--root", required=True, help="workspace root")
+    p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
+    p.add_argument("--out", help="write the manifest JSON here (default: standard output)")
+    p.set_defaults(func=_manifest)
+
+    p = checks.add_parser("overlap", help="reference answers present verbatim in the context")
+    p.add_argument("--reference", required=True, metavar="REF.csv")
+    p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
+    p.add_argument(
+        "--discard", metavar="FILE", help="discard CSV: chance matches, each with a reason"
+    )
+    p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
+    p.set_defaults(func=_overlap)
+
+    p = checks.add_parser(
+        "timeline", help="files newer than a run holding its results; poisoned reruns"
+    )
+    p.add_argument("--runs", required=True, metavar="RUNS.csv")
+    p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
+    p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
+    p.set_defaults(func=_timeline)
+
+    p = checks.add_parser(
+        "canary", help="clean-room canary, zero-tool-call leaks, tool_calls present"
+    )
+    p.add_argument("--results", required=True, metavar="RESULTS.jsonl")
+    p.set_defaults(func=_canary)
+
+    p = checks.add_parser("report", help="all checks -> contamination.json/.md; exit 1 on findings")
+    p.add_argument("--reference", required=True, metavar="REF.csv")
+    p.add_argument("--runs", required=True, metavar="RUNS.csv")
+    p.add_argument("--results", required=True, metavar="RESULTS.jsonl")
+    p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
+    p.add_argument("--discard", metavar="FILE", help="discard CSV for the overlap check")
+    p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for contamination.json/.md")
+    p.set_defaults(func=_report)

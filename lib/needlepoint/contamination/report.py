@@ -1,0 +1,184 @@
+"""The combined audit: all four checks over one workspace, a verdict, and the files it writes.
+
+The verdict is a CI gate. A leak (reference answers in the context, or closed facts answered
+exactly with zero tool calls), a poisoned rerun, a dead canary, or results without tool_calls
+fail it (exit 1). Everything else worth a look is a notice and does not fail it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from needlepoint.contamination.canary import CanaryResult, check_canary
+from needlepoint.contamination.context import load_context
+from needlepoint.contamination.formats import (
+    iso_from_ns,
+    read_discards,
+    read_reference,
+    read_results,
+    read_runs,
+)
+from needlepoint.contamination.manifest import Manifest, build_manifest
+from needlepoint.contamination.markdown import report_markdown
+from needlepoint.contamination.overlap import OverlapResult, check_overlap
+from needlepoint.contamination.select import DEFAULT_INCLUDES
+from needlepoint.contamination.timeline import TimelineResult, check_timeline
+from needlepoint.jsonio import canonical_bytes, file_sha256, write_bytes_atomic
+
+REPORT_FORMAT = "contamination-report/1"
+EXIT_PASSED, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason the gate fails."""
+
+    check: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ContaminationReport:
+    """The four checks, the manifest they read, the gate's findings and the notices."""
+
+    inputs: tuple[tuple[str, str, str], ...]
+    manifest: Manifest | None
+    overlap: OverlapResult
+    timeline: TimelineResult
+    canary: CanaryResult
+    findings: tuple[Finding, ...]
+    notices: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when nothing fails the gate."""
+        return not self.findings
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the gate passes, 1 when it found something."""
+        return EXIT_PASSED if self.passed else EXIT_FINDING
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned report document; no clock time, so equal inputs give equal bytes."""
+        return {
+            "format": REPORT_FORMAT,
+            "gate": {
+                "passed": self.passed,
+                "exit_code": self.exit_code,
+                "findings": [
+                    {"check": f.check, "kind": f.kind, "message": f.message} for f in self.findings
+                ],
+                "notices": list(self.notices),
+            },
+            "inputs": [{"role": r, "path": p, "sha256": h} for r, p, h in self.inputs],
+            "manifest": None
+            if self.manifest is None
+            else {**self.manifest.to_json(), "sha256": self.manifest.sha256},
+            "overlap": self.overlap.to_json(),
+            "timeline": self.timeline.to_json(),
+            "canary": self.canary.to_json(),
+        }
+
+
+def _findings(o: OverlapResult, t: TimelineResult, c: CanaryResult) -> list[Finding]:
+    found = []
+    if o.leaked:
+        found.append(Finding("overlap", "leak", o.sentence() + ": " + ", ".join(o.present_ids)))
+    if c.leaked:
+        ids = ", ".join(f"{r.run_id}/{r.question_id}" for r in c.leaks)
+        found.append(
+            Finding("canary", "leak", f"closed facts answered exactly with zero tool calls: {ids}")
+        )
+    if c.dead_canary:
+        ids = ", ".join(f"{r.run_id}/{r.question_id}" for r in c.dead)
+        found.append(
+            Finding("canary", "dead-canary", f"the clean room answered closed facts exactly: {ids}")
+        )
+    if not c.has_detector:
+        lines = ", ".join(str(r.line) for r in c.missing_tool_calls)
+        found.append(
+            Finding(
+                "canary",
+                "no-tool-calls",
+                f"results without tool_calls (no detector): lines {lines}",
+            )
+        )
+    for p in t.poisoned:
+        found.append(
+            Finding(
+                "timeline",
+                "poisoned-rerun",
+                f"run {p.run_id} started {iso_from_ns(p.started_ns)}, after {p.file} "
+                f"({iso_from_ns(p.file_mtime_ns)}) recorded run(s) {', '.join(p.source_runs)}",
+            )
+        )
+    return found
+
+
+def _notices(o: OverlapResult, t: TimelineResult, c: CanaryResult) -> list[str]:
+    notes = []
+    for h in t.artifacts:
+        notes.append(
+            f"{h.file} was written {h.minutes_after_start:.0f} min after run {h.run_id} started "
+            "and holds its results: take it out of the automatic context before any rerun"
+        )
+    for p in o.problems:
+        notes.append(f"context problem: {p.path}: {p.kind} ({p.detail})")
+    if o.verification is not None:
+        notes.append("manifest: " + o.verification.sentence())
+    for d in o.unused_discards:
+        notes.append(
+            f"{d.source}:{d.line}: discard of {d.reference_id} at {d.file}:{d.file_line} "
+            "matched nothing (stale?)"
+        )
+    if not c.has_clean_room:
+        notes.append("canary: no closed fact was asked from the clean room")
+    return notes
+
+
+def build_report(
+    reference: str | os.PathLike[str],
+    runs: str | os.PathLike[str],
+    results: str | os.PathLike[str],
+    context: str | os.PathLike[str],
+    discards: str | os.PathLike[str] | None = None,
+    includes: Sequence[str] | None = None,
+) -> ContaminationReport:
+    """Read every input, run all four checks over one loaded context, and judge."""
+    pairs = read_reference(reference)
+    run_rows = read_runs(runs)
+    result_rows = read_results(results)
+    discard_rows = read_discards(discards) if discards is not None else ()
+    ctx = load_context(context, includes)
+    if ctx.kind == "directory":
+        manifest = build_manifest(context, DEFAULT_INCLUDES if includes is None else includes)
+    else:
+        manifest = ctx.manifest
+    o = check_overlap(pairs, ctx, discard_rows)
+    t = check_timeline(run_rows, ctx)
+    c = check_canary(result_rows)
+    roles = [("reference", reference), ("runs", runs), ("results", results)]
+    if discards is not None:
+        roles.append(("discards", discards))
+    if ctx.kind != "directory":
+        roles.append(("context", context))
+    inputs = tuple((role, os.fspath(p), file_sha256(p)) for role, p in roles)
+    return ContaminationReport(
+        inputs, manifest, o, t, c, tuple(_findings(o, t, c)), tuple(_notices(o, t, c))
+    )
+
+
+def write_report(report: ContaminationReport, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Write contamination.json (canonical) and contamination.md into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "contamination.json", out / "contamination.md"
+    write_bytes_atomic(json_path, canonical_bytes(report.to_json()) + b"\n")
+    write_bytes_atomic(md_path, report_markdown(report).encode("utf-8"))
+    return json_path, md_path
