@@ -1,0 +1,240 @@
+"""One HTTP client for the whole run: no retries anywhere, explicit timeouts, a hard deadline.
+
+httpx's timeouts apply to each socket operation, so a server that trickles one byte at a time
+could hold a request open forever. A watchdog thread therefore shuts the socket down when the
+per-request deadline passes; that outcome is recorded as indeterminate, because the server may
+have executed the request. Keep-alive is off: every request gets a fresh connection, so a stale
+pooled connection can never turn into a silent resend or a spurious "dropped".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from needlepoint.jsonio import sha256_hex
+
+if TYPE_CHECKING:
+    import httpx
+
+# Response headers worth keeping: they let a provider's bill be matched to a journal record.
+KEPT_HEADERS = ("x-request-id", "request-id", "openai-processing-ms", "content-type")
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class MonotonicClock(Protocol):
+    def monotonic(self) -> float: ...
+
+
+class DeadlineExceeded(Exception):
+    """Raised (by the watchdog's effect, or by a simulated transport) when the deadline passed."""
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A built request. ``sha256`` is taken over the exact body bytes handed to the socket."""
+
+    request: httpx.Request
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What came back. ``error`` is None or a scoring.TRANSPORT_KINDS key."""
+
+    http_status: int | None
+    body: bytes | None
+    error: str | None
+    error_detail: str
+    latency_s: float
+    truncated: bool
+    headers: dict[str, str]
+
+
+def timeouts(timeout_s: float) -> httpx.Timeout:
+    """The explicit per-operation timeouts for a ``--timeout-s`` value."""
+    import httpx
+
+    return httpx.Timeout(
+        connect=min(timeout_s, 15.0), read=timeout_s, write=timeout_s, pool=timeout_s
+    )
+
+
+class _Watchdog:
+    """One daemon thread that shuts the current socket down when the current deadline passes."""
+
+    def __init__(self, clock: MonotonicClock) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._sock: socket.socket | None = None
+        self.fired = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="needlepoint-deadline", daemon=True)
+        self._thread.start()
+
+    def arm(self, deadline: float) -> None:
+        with self._cond:
+            self._deadline, self._sock, self.fired = deadline, None, False
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline, self._sock = None, None
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore trace hook: learn the socket of the connection this request uses."""
+        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        with self._cond:
+            self._sock = sock
+            if self.fired:
+                _shutdown(sock)
+
+    def _loop(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._deadline is None:
+                    self._cond.wait()
+                    continue
+                remaining = self._deadline - self._clock.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                self.fired = True
+                self._deadline = None
+                _shutdown(self._sock)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+
+def _shutdown(sock: socket.socket | None) -> None:
+    if sock is None:
+        return
+    # The base-class method, so an SSL socket's state is not torn from under its reader.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class Transport:
+    """Sends frozen body bytes to ``{base_url}/chat/completions`` and reports what happened."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None,
+        timeout_s: float,
+        deadline_s: float,
+        clock: MonotonicClock,
+        mock: httpx.BaseTransport | None = None,
+        user_agent: str = "needlepoint",
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        import httpx
+
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.deadline_s = deadline_s
+        self.max_body_bytes = max_body_bytes
+        self._clock = clock
+        headers = {"Content-Type": "application/json", "User-Agent": user_agent}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        # retries=0 is also httpx's default; stated so that no later default can change it.
+        base = mock or httpx.HTTPTransport(
+            retries=0, limits=httpx.Limits(max_connections=1, max_keepalive_connections=0)
+        )
+        self._client = httpx.Client(
+            transport=base,
+            timeout=timeouts(timeout_s),
+            headers=headers,
+            follow_redirects=False,
+            trust_env=False,  # the request goes exactly where --base-url says; no .netrc, no proxy
+        )
+        self._watchdog = None if mock is not None else _Watchdog(clock)
+
+    def build(self, body: bytes) -> Outgoing:
+        """Build the request for ``body``; hash what will really be sent."""
+        ext = {"trace": self._watchdog.trace} if self._watchdog else {}
+        request = self._client.build_request("POST", self.url, content=body, extensions=ext)
+        return Outgoing(request, sha256_hex(request.content))
+
+    def send(self, outgoing: Outgoing) -> Exchange:
+        """Send once. Never raises for network trouble: it is reported in the Exchange."""
+        import httpx
+
+        start = self._clock.monotonic()
+        deadline = start + self.deadline_s
+        if self._watchdog:
+            self._watchdog.arm(deadline)
+        status: int | None = None
+        headers: dict[str, str] = {}
+        chunks: list[bytes] = []
+        size = 0
+        truncated = False
+        error: str | None = None
+        detail = ""
+        try:
+            response = self._client.send(outgoing.request, stream=True)
+            try:
+                status = response.status_code
+                headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > self.max_body_bytes:
+                        truncated = True
+                        break
+                    if self._clock.monotonic() > deadline:
+                        raise DeadlineExceeded("deadline passed while the body trickled in")
+            finally:
+                response.close()
+        except DeadlineExceeded as exc:
+            error, detail = "deadline", str(exc)
+        except httpx.DecodingError as exc:
+            # The response arrived but its content encoding is broken: scored as unparsable.
+            detail = f"{type(exc).__name__}: {exc}"
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            error, detail = "connect_error", f"{type(exc).__name__}: {exc}"
+        except httpx.ReadTimeout as exc:
+            error, detail = "timeout", f"{type(exc).__name__}: {exc}"
+        except httpx.TransportError as exc:
+            # Write errors, resets, early closes: the server may have the whole request.
+            error, detail = "dropped", f"{type(exc).__name__}: {exc}"
+        except Exception as exc:
+            # Shutting a socket down under a reader can surface as any exception type.
+            if not (self._watchdog and self._watchdog.fired):
+                raise
+            error, detail = "deadline", f"{type(exc).__name__}: {exc}"
+        finally:
+            fired = bool(self._watchdog and self._watchdog.fired)
+            if self._watchdog:
+                self._watchdog.disarm()
+        latency = self._clock.monotonic() - start
+        if fired and error is not None:
+            error, detail = (
+                "deadline",
+                f"overall deadline of {self.deadline_s:g} s passed ({detail})",
+            )
+        return Exchange(
+            http_status=status,
+            body=b"".join(chunks) if (chunks or error is None) else None,
+            error=error,
+            error_detail=detail,
+            latency_s=latency,
+            truncated=truncated,
+            headers=headers,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+        if self._watchdog:
+            self._watchdog.close()
