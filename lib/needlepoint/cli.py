@@ -20,6 +20,7 @@ PROVIDERS = (
     "needlepoint.freeze",
     "needlepoint.audit",
     "needlepoint.selftest",
+    "needlepoint.runner_cli",
     "needlepoint.contamination.cli",
 )
 

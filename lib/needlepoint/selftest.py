@@ -18,6 +18,7 @@ from typing import Any
 CHECK_PROVIDERS = (
     "needlepoint.selftest:java_vector_checks",
     "needlepoint.selftest:reference_set_checks",
+    "needlepoint.scoring:scoring_selftest_checks",
 )
 
 
