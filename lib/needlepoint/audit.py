@@ -129,6 +129,11 @@ class _Audit:
         head, tail = t["record"].split("{name}")
         mid, end = tail.split("{code}")
         self.record_re = re.compile(f"{re.escape(head)}(.*){re.escape(mid)}(.*){re.escape(end)}")
+        # The same rule for a whole block at once: 8-character name, well-formed code.
+        self.records_re = re.compile(
+            f"^{re.escape(head)}([^\\n]{{8}}){re.escape(mid)}([A-Z]{{2}}-[0-9]{{4}}){re.escape(end)}$",
+            re.M,
+        )
         self.user_head, self.user_tail = t["user"].split("{records}")
         q_head, q_tail = self.user_tail.split("{name}")
         self.question_head = q_head
@@ -145,15 +150,18 @@ class _Audit:
         c = self.c["canonical_lines"]
         if self.raw_lines and self.raw_lines[-1] == b"":
             self.raw_lines.pop()
-        bodies = []
+        bodies: list[Any] = []
+        self.body_bytes: list[bytes] = []
         for i, raw in enumerate(self.raw_lines, start=1):
             c.count += 1
             try:
                 line = json.loads(raw)
             except ValueError:
                 raise NeedlepointError(f"{self.root / 'requests.jsonl'}:{i}: broken JSON") from None
-            if canonical_bytes(line) != raw:
-                c.fail(f"requests.jsonl line {i}: not canonical JSON")
+            body_bytes = canonical_bytes(line.get("body")) if isinstance(line, dict) else b""
+            if b'{"body":' + body_bytes + b',"seq":' + str(i).encode() + b"}" != raw:
+                c.fail(f"requests.jsonl line {i}: not canonical JSON with keys body, seq")
+            self.body_bytes.append(body_bytes)
             if not isinstance(line, dict) or line.get("seq") != i or set(line) != {"body", "seq"}:
                 c.fail(f"requests.jsonl line {i}: expected keys body, seq with seq {i}")
             bodies.append(line.get("body") if isinstance(line, dict) else None)
@@ -176,11 +184,11 @@ class _Audit:
         c = self.c["plan_hashes"]
         if len(self.plan) != len(bodies):
             c.fail(f"plan.csv has {len(self.plan)} rows for {len(bodies)} requests")
-        for i, (row, body) in enumerate(zip(self.plan, bodies, strict=False), start=1):
+        for i, (row, _body) in enumerate(zip(self.plan, bodies, strict=False), start=1):
             c.count += 1
             if row.get("seq") != str(i):
                 c.fail(f"plan.csv row {i}: seq {row.get('seq')}")
-            if row.get("request_sha256") != sha256_hex(canonical_bytes(body)):
+            if row.get("request_sha256") != sha256_hex(self.body_bytes[i - 1]):
                 c.fail(f"plan.csv seq {i}: request_sha256 does not match the body")
 
     def design(self) -> None:

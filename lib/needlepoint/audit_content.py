@@ -10,8 +10,6 @@ import re
 from collections import Counter
 from typing import Any
 
-from needlepoint.jsonio import canonical_bytes
-
 CODE_RE = re.compile(r"[A-Z]{2}-[0-9]{4}")
 NEAR_KINDS = ("substitution", "swap", "qualifier")
 
@@ -47,7 +45,7 @@ class _Request:
         try:
             self.system = body["messages"][0]["content"]
             user = body["messages"][1]["content"]
-            self.body_text = canonical_bytes(body).decode()
+            self.body_text = audit.body_bytes[seq - 1].decode()
         except (KeyError, IndexError, TypeError):
             return
         head = audit.user_head
@@ -110,7 +108,9 @@ def _block(audit: Any, block: list[_Request]) -> tuple[list[str], list[str]] | N
             c["shared_background"].fail(f"seq {r.seq}: background differs from seq {first.seq}")
             return None
     c["record_format"].count += n * len(block)
-    rows = [_parse(audit, first.seq, line) for line in first.background]
+    rows = audit.records_re.findall("\n".join(first.background))
+    if len(rows) != len(first.background):  # slow path only to name the offending line
+        rows = [_parse(audit, first.seq, line) for line in first.background]
     names, codes = [x[0] for x in rows], [x[1] for x in rows]
     slots = [(2 * k + 1) * n // 12 for k in range(6)]
     high = first.row["similarity"] == "high"
@@ -121,12 +121,15 @@ def _block(audit: Any, block: list[_Request]) -> tuple[list[str], list[str]] | N
     for s, kind in zip(slots, kinds, strict=True):
         if not high and kind is not None:
             c["near_slots"].fail(f"seq {first.seq}: low slot {s} holds a near name ({kind})")
-    for i, name in enumerate(names):
-        if high and i in slots:
-            continue
-        c["unrelated_names"].count += 1
-        if name == target or shares_word(name, target, suffix) or classify_near(name, target):
-            c["unrelated_names"].fail(f"seq {first.seq}: {name} at index {i} shares a word")
+    # A name sharing no 2-character word with the target cannot be a near name of any kind
+    # (each kind keeps at least one word), so one search over the block settles the rule.
+    others = [name for i, name in enumerate(names) if not (high and i in slots)]
+    c["unrelated_names"].count += len(others)
+    grams = sorted({target[i : i + 2] for i in range(len(target) - 1)} - {suffix})
+    if re.search("|".join(map(re.escape, grams)), "\n".join(others)):
+        for i, name in enumerate(names):
+            if not (high and i in slots) and shares_word(name, target, suffix):
+                c["unrelated_names"].fail(f"seq {first.seq}: {name} at index {i} shares a word")
     target_record = p["templates"]["record"]
     for r in block:
         _request(audit, r, names, codes, slots, kinds if high else ["unrelated"] * 6)

@@ -53,7 +53,11 @@ class JavaRandom:
             return self.next(32)
         if not 0 < bound <= _INT_MAX:
             raise ValueError("bound must be a positive Java int")
-        r = self.next(31)
+        # next(31) inlined: 31 bits never need the signed conversion. This is the hot path of
+        # material generation, so it avoids the extra calls.
+        seed = (self._seed * _MULTIPLIER + _ADDEND) & _MASK
+        self._seed = seed
+        r = seed >> 17
         m = bound - 1
         if bound & m == 0:  # a power of two: take the high bits
             return (bound * r) >> 31
@@ -61,7 +65,9 @@ class JavaRandom:
         r = u % bound
         # Java rejects u when `u - r + m` overflows a 32-bit int; those u would bias the result.
         while u - r + m > _INT_MAX:
-            u = self.next(31)
+            seed = (self._seed * _MULTIPLIER + _ADDEND) & _MASK
+            self._seed = seed
+            u = seed >> 17
             r = u % bound
         return r
 
