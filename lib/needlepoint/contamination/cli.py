@@ -71,9 +71,9 @@ def _timeline(args: argparse.Namespace) -> int:
     result = check_timeline(read_runs(args.runs), load_context(args.context, args.include))
     print(result.sentence())
     for h in result.holdings:
-        when = "after" if h.after_run else "not after"
+        when = "written after" if h.after_run else "already there at"
         print(
-            f"  {h.file} ({iso_from_ns(h.mtime_ns)}) holds values of run {h.run_id}, "
+            f"  {h.file} ({iso_from_ns(h.mtime_ns)}) holds values of run {h.run_id}: "
             f"{when} its start ({h.minutes_after_start:+.0f} min)"
         )
     for p in result.poisoned:
