@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,12 @@ def test_bad_manifest_names_the_field(tmp_path: Path, doc: dict, expected: str) 
     path.write_text(json.dumps(doc))
     with pytest.raises(NeedlepointError, match=expected):
         read_manifest(path)
+
+
+def test_manifest_hash_does_not_depend_on_where_the_root_is(
+    workspace: Path, tmp_path: Path
+) -> None:
+    copy = Path(shutil.copytree(workspace, tmp_path / "elsewhere" / "ws2"))
+    a, b = build_manifest(workspace), build_manifest(copy)
+    assert a.root != b.root and a.files == b.files
+    assert a.sha256 == b.sha256

@@ -77,8 +77,11 @@ class Manifest:
 
     @property
     def sha256(self) -> str:
-        """Hash of the canonical manifest document: one value that names this context."""
-        return sha256_hex(canonical_bytes(self.to_json()))
+        """One value naming this context: the canonical document without ``root``, so the same
+        files frozen from another checkout or folder name hash the same."""
+        doc = self.to_json()
+        del doc["root"]
+        return sha256_hex(canonical_bytes(doc))
 
 
 def build_manifest(
