@@ -260,11 +260,11 @@ def from_results_csv(csv_path: str | Path, prepared_dir: str | Path) -> Analysis
     )
 
 
-def from_run(run_dir: str | Path) -> AnalysisInput:
+def from_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> AnalysisInput:
     """A run folder, re-derived from its journal so that an edited results.csv is refused."""
     from needlepoint.results import load_run_results
 
-    run = load_run_results(run_dir)
+    run = load_run_results(run_dir, prepared_dir)
     prepared = _verified(run.prepared_dir)
     if prepared.fingerprint != run.prepared_fingerprint:
         raise NeedlepointError(

@@ -92,35 +92,93 @@ def _binomials(n: int) -> np.ndarray:
     return table
 
 
-def exact_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Enumerate every multiset of ``n`` draws from ``n`` values.
+def _compositions(
+    v: np.ndarray, draws: int, multiplicity: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sums and weights of every way to split ``draws`` draws over the values ``v``.
 
-    Returns the resample sums, their multinomial weights ``n! / prod(c_i!)`` and the total
-    weight ``n**n``. Multisets are built one case at a time: each partial multiset with ``r``
-    draws left branches into ``r + 1`` children, so the whole step is a few numpy calls.
+    Each partial split with ``r`` draws left branches into ``r + 1`` children (0..r draws of
+    the next value), so each value costs a few numpy calls. A value standing for ``h`` equal
+    cases contributes ``h**c`` to the weight of taking it ``c`` times.
     """
-    v = np.asarray(values, dtype=np.float64)
-    n = v.size
-    if n == 0:
-        raise ValueError("the bootstrap needs at least one value")
-    if n > MAX_EXACT:
-        # n**n stops fitting in int64 and C(2n-1, n) multisets stop fitting in memory.
-        raise ValueError(f"exact enumeration supports at most {MAX_EXACT} values, got {n}")
-    comb = _binomials(n)
-    remaining = np.array([n], dtype=np.int64)
+    comb = _binomials(draws)
+    remaining = np.array([draws], dtype=np.int64)
     sums = np.zeros(1, dtype=np.float64)
     weights = np.ones(1, dtype=np.int64)
-    for j in range(n - 1):
+    for j in range(v.size - 1):
         fan = remaining + 1
         parent = np.repeat(np.arange(remaining.size), fan)
         starts = np.cumsum(fan) - fan
         take = np.arange(parent.size, dtype=np.int64) - np.repeat(starts, fan)
         r = remaining[parent]
         weights = weights[parent] * comb[r, take]
+        if multiplicity is not None:
+            weights = weights * multiplicity[j] ** take
         sums = sums[parent] + take * v[j]
         remaining = r - take
-    sums = sums + remaining * v[n - 1]
-    return sums, weights, n**n
+    if multiplicity is not None:
+        weights = weights * multiplicity[-1] ** remaining
+    return sums + remaining * v[-1], weights
+
+
+def _check_size(n: int) -> None:
+    if n == 0:
+        raise ValueError("the bootstrap needs at least one value")
+    if n > MAX_EXACT:
+        # n**n stops fitting in int64 and C(2n-1, n) multisets stop fitting in memory.
+        raise ValueError(f"exact enumeration supports at most {MAX_EXACT} values, got {n}")
+
+
+def exact_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Enumerate every multiset of ``n`` cases drawn from ``n`` with replacement.
+
+    Returns each multiset's resample sum, its multinomial weight ``n! / prod(c_i!)`` and the
+    total weight ``n**n``.
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    _check_size(v.size)
+    sums, weights = _compositions(v, v.size)
+    return sums, weights, v.size**v.size
+
+
+def grouped_sums(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The same distribution as ``exact_sums``, enumerated over distinct values only.
+
+    Cases with equal values are interchangeable, so splitting the draws over the distinct
+    values with weight ``n! / prod(c!) * prod(h**c)`` loses nothing; with 0/1 outcomes there
+    are only a handful of distinct values, which is what makes the power simulation fast.
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    _check_size(v.size)
+    uniq, mult = np.unique(v, return_counts=True)
+    sums, weights = _compositions(uniq, v.size, mult.astype(np.int64))
+    return sums, weights, v.size**v.size
+
+
+def integer_sum_weights(values: np.ndarray) -> tuple[int, np.ndarray]:
+    """Exact resample-sum distributions for many small sets of integers at once.
+
+    ``values`` is (sets × n) integers. The number of ordered resamples of a set with sum
+    ``lowest + j`` is the coefficient of ``x**j`` in ``(sum_i x**(v_i - min))**n`` -- the
+    same distribution as enumerating multisets, computed by n - 1 exact integer polynomial
+    products for all sets together. Returns ``lowest`` and the (sets × span) weights, each row
+    summing to ``n**n``.
+    """
+    v = np.asarray(values, dtype=np.int64)
+    if v.ndim != 2 or v.shape[1] == 0:
+        raise ValueError("integer_sum_weights needs a (sets × n) array with n >= 1")
+    _check_size(v.shape[1])
+    sets, n = v.shape
+    low, high = int(v.min()), int(v.max())
+    base = np.zeros((sets, high - low + 1), dtype=np.int64)
+    np.add.at(base, (np.repeat(np.arange(sets), n), (v - low).ravel()), 1)
+    power = base
+    for _ in range(n - 1):
+        grown = np.zeros((sets, power.shape[1] + base.shape[1] - 1), dtype=np.int64)
+        for shift in np.flatnonzero(base.any(axis=0)):
+            grown[:, shift : shift + power.shape[1]] += base[:, shift, None] * power
+        power = grown
+    return low * n, power
 
 
 def _collapse(means: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

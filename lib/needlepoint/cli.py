@@ -21,6 +21,7 @@ PROVIDERS = (
     "needlepoint.audit",
     "needlepoint.selftest",
     "needlepoint.runner_cli",
+    "needlepoint.analysis_cli",
     "needlepoint.contamination.cli",
 )
 

@@ -146,9 +146,12 @@ def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True
     return Analysis(doc, out)
 
 
-def analyze_run(run_dir: str | Path, out_dir: str | Path | None = None) -> Analysis:
+def analyze_run(
+    run_dir: str | Path, out_dir: str | Path | None = None, prepared_dir: str | Path | None = None
+) -> Analysis:
     """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
-    return analyze(from_run(run_dir), Path(run_dir) / "analysis" if out_dir is None else out_dir)
+    target = Path(run_dir) / "analysis" if out_dir is None else out_dir
+    return analyze(from_run(run_dir, prepared_dir), target)
 
 
 def analyze_results(
