@@ -10,7 +10,9 @@ pooled connection can never turn into a silent resend or a spurious "dropped".
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
+import ssl
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -61,6 +63,14 @@ def timeouts(timeout_s: float) -> httpx.Timeout:
     return httpx.Timeout(
         connect=min(timeout_s, 15.0), read=timeout_s, write=timeout_s, pool=timeout_s
     )
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """Loading the CA bundle costs a few hundred ms, so a process does it once."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 class _Watchdog:
@@ -150,7 +160,9 @@ class Transport:
             headers["Authorization"] = f"Bearer {api_key}"
         # retries=0 is also httpx's default; stated so that no later default can change it.
         base = mock or httpx.HTTPTransport(
-            retries=0, limits=httpx.Limits(max_connections=1, max_keepalive_connections=0)
+            verify=_ssl_context(),
+            retries=0,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=0),
         )
         self._client = httpx.Client(
             transport=base,
