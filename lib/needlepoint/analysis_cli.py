@@ -47,10 +47,19 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         )
     for caveat in doc["caveats"]:
         print(f"caveat: {caveat}")
-    print(
-        f"wrote {out.name}/analysis.json, {out.name}/summary.md and {len(doc['figures'])} figures"
-    )
+    where = _shown(out)
+    print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc['figures'])} figures")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """A path as the user gave it, made relative when absolute, so output has no machine paths."""
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.name
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
