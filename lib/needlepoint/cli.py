@@ -23,6 +23,7 @@ PROVIDERS = (
     "needlepoint.runner_cli",
     "needlepoint.analysis_cli",
     "needlepoint.contamination.cli",
+    "needlepoint.pipeline",
 )
 
 
