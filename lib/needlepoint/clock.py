@@ -21,7 +21,7 @@ def iso_utc(epoch_s: float) -> str:
 
 def parse_iso_utc(text: str) -> float:
     """Inverse of iso_utc."""
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    return datetime.fromisoformat(text).timestamp()
 
 
 class RealClock:

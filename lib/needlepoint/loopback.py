@@ -203,3 +203,27 @@ def answers_from(answer_key: dict[int, dict[str, Any]], bodies: dict[int, bytes]
     """An ``answer`` function that replies with the expected answer of each frozen body."""
     table = {hashlib.sha256(bodies[s]).hexdigest(): answer_key[s]["expected"] for s in bodies}
     return lambda body, payload: table.get(hashlib.sha256(body).hexdigest(), "UNKNOWN")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m needlepoint.loopback PREPARED_DIR``: serve correct answers until stdin closes.
+
+    Prints the base URL on the first line, for benchmarks and manual tries in another process.
+    """
+    import argparse
+    import sys
+
+    from needlepoint.freeze import load_prepared
+
+    parser = argparse.ArgumentParser(prog="python -m needlepoint.loopback")
+    parser.add_argument("prepared", help="prepared folder whose answers to serve")
+    args = parser.parse_args(argv)
+    p = load_prepared(args.prepared)
+    with LoopbackServer(answers_from(p.answer_key, p.bodies)) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()  # until the parent closes our stdin
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

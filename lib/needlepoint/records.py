@@ -130,8 +130,8 @@ class JournalState:
     attempts: dict[int, dict[str, Any]] = field(default_factory=dict)
     outcomes: dict[int, dict[str, Any]] = field(default_factory=dict)
     attempt_count: int = 0
-    last_done: float | None = None  # wall (or simulated) time of the latest outcome
-    last_time: float | None = None  # latest time in any record
+    last_done_text: str | None = None  # time of the latest outcome
+    last_time_text: str | None = None  # latest time in any record
     spent: float = 0.0
     unknown_cost: list[int] = field(default_factory=list)
     sessions: int = 0
@@ -146,7 +146,7 @@ class JournalState:
     def add(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
         if "time" in record:
-            self.last_time = parse_iso_utc(record["time"])
+            self.last_time_text = record["time"]
         if kind == "session":
             self.sessions += 1
         elif kind == "attempt":
@@ -154,11 +154,20 @@ class JournalState:
             self.attempts.setdefault(record["seq"], record)
         elif kind == "outcome":
             self.outcomes.setdefault(record["seq"], record)
-            self.last_done = parse_iso_utc(record["time"])
+            self.last_done_text = record["time"]
             if record.get("cost") is None:
                 self.unknown_cost.append(record["seq"])
             else:
                 self.spent += record["cost"]
+
+    @property
+    def last_done(self) -> float | None:
+        """Wall (or simulated) time of the latest outcome, in epoch seconds."""
+        return None if self.last_done_text is None else parse_iso_utc(self.last_done_text)
+
+    @property
+    def last_time(self) -> float | None:
+        return None if self.last_time_text is None else parse_iso_utc(self.last_time_text)
 
     @property
     def dangling(self) -> list[int]:
