@@ -43,7 +43,7 @@ def row_for(plan: PlanRow, key: dict[str, Any], spec: str, simulation: bool, jou
     executed = status != "unexecuted"
     text = ""
     if status == "correct":
-        text = " " + key["expected"] + "\n"  # Java trim removes the spaces and newline
+        text = " " + key["expected"] + "\t"  # Java trim removes the space and the tab
     elif status == "error":
         text = _text(kind, key)
     indeterminate = kind.startswith("indeterminate") or kind == "connect_error"
@@ -108,3 +108,26 @@ def write_csv(path: str | Path, rows: list[dict[str, str]], columns=RESULT_COLUM
         for row in rows:
             writer.writerow({c: row.get(c, "") for c in columns})
     return p
+
+
+def make_prepared(tmp_path_factory: Any) -> Prepared:
+    """A freshly prepared reference-protocol folder (about 0.3 s)."""
+    from needlepoint.freeze import load_prepared, prepare
+
+    root = tmp_path_factory.mktemp("prepared") / "prepared"
+    prepare(root)
+    return load_prepared(root)
+
+
+def make_input(
+    prepared: Prepared,
+    spec: Spec | dict[int, str] | None = None,
+    simulation: bool = True,
+    journal: str = JOURNAL,
+) -> Any:
+    """A validated AnalysisInput built from synthetic rows, without touching the disk."""
+    from needlepoint.analysis_input import AnalysisInput, validate_rows
+
+    rows = make_rows(prepared, spec, simulation, journal)
+    outcomes, sim, jr = validate_rows(list(enumerate(rows, start=2)), prepared, "synthetic.csv")
+    return AnalysisInput(prepared.protocol, prepared.fingerprint, outcomes, sim, jr, "synthetic")

@@ -32,18 +32,40 @@ STATUS_LABELS = {
 
 
 @contextmanager
-def _figure(width: float, height: float, title: str, simulation: bool, path: str | Path):
-    """Yield a fresh Figure in the default style, title it, then save it as a stable PNG."""
+def _figure(
+    size: tuple[float, float],
+    margins: tuple[float, float, float, float],
+    title: str,
+    simulation: bool,
+    path: str | Path,
+):
+    """Yield a fresh Figure in the default style, title it, then save it as a stable PNG.
+
+    ``margins`` are (left, right, top, bottom) in inches around the axes area. Fixed margins
+    instead of a layout engine: the figures look the same for every run, and drawing them does
+    not need a second measuring pass over every label.
+    """
     import matplotlib.style
     from matplotlib.figure import Figure
 
+    width, height = size
+    left, right, top, bottom = margins
+    top += 0.3 if simulation else 0.0  # room for the banner line
     with matplotlib.style.context("default"):
-        fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+        fig = Figure(figsize=(width, height + (0.3 if simulation else 0.0)), dpi=100)
+        h = fig.get_figheight()
+        fig.subplots_adjust(
+            left=left / width, right=1 - right / width, top=1 - top / h, bottom=bottom / h
+        )
         yield fig
-        if simulation:
-            fig.suptitle(f"{SIMULATION_BANNER}\n{title}", color="#b2182b", fontweight="bold")
-        else:
-            fig.suptitle(title, fontweight="bold")
+        text = f"{SIMULATION_BANNER}\n{title}" if simulation else title
+        fig.suptitle(
+            text,
+            y=1 - 0.08 / h,
+            va="top",
+            fontweight="bold",
+            color="#b2182b" if simulation else "black",
+        )
         # No "Software" entry: the bytes must not change with the matplotlib version string.
         fig.savefig(path, format="png", metadata={"Software": None})
     fig.clear()
@@ -59,8 +81,10 @@ def accuracy_heatmap(
     lengths = sorted({c["length"] for c in cells})
     conds = list(dict.fromkeys(c["condition"] for c in cells))
     title = "Exact-correct rate by position and background length"
-    with _figure(4.2 * len(sims) + 1.2, 1.2 + 0.9 * len(conds), title, simulation, path) as fig:
-        axes = fig.subplots(1, len(sims), squeeze=False)[0]
+    size = (1.6 + 3.2 * len(sims) + 1.1, 1.5 + 0.85 * len(conds))
+    with _figure(size, (1.5, 1.3, 0.75, 0.75), title, simulation, path) as fig:
+        fig.subplots_adjust(wspace=0.08)
+        axes = fig.subplots(1, len(sims), squeeze=False, sharey=True)[0]
         image = None
         for ax, sim in zip(axes, sims, strict=True):
             grid = np.full((len(conds), len(lengths)), np.nan)
@@ -80,7 +104,7 @@ def accuracy_heatmap(
                 if c["not_valid"]:
                     text += f"\n+{c['not_valid']} not valid"
                 dark = c["accuracy"] is not None and c["accuracy"] > 0.55
-                label = ax.text(
+                ax.text(
                     j,
                     i,
                     text,
@@ -89,13 +113,16 @@ def accuracy_heatmap(
                     fontsize=9,
                     color="black" if dark else "white" if c["valid"] else "black",
                 )
-                label.set_in_layout(False)
             ax.set_xticks(range(len(lengths)), [f"{n} records" for n in lengths])
             ax.set_yticks(range(len(conds)), [_condition_label(c) for c in conds])
             ax.set_title(f"{sim} similarity")
             ax.set_xlabel("background length")
         if image is not None:
-            fig.colorbar(image, ax=list(axes), label="correct / valid", shrink=0.9)
+            right = axes[-1].get_position()
+            cax = fig.add_axes(
+                (right.x1 + 0.25 / fig.get_figwidth(), right.y0, 0.015, right.height)
+            )
+            fig.colorbar(image, cax=cax, label="correct / valid")
     return Path(path)
 
 
@@ -108,7 +135,7 @@ def forest_plot(primary: dict[str, Any], path: str | Path, simulation: bool = Fa
     cases = primary["cases"]
     title = "Similarity difference in middle loss (high − low), per complete case"
     rows = len(cases) + 1
-    with _figure(8.5, 1.6 + 0.42 * rows, title, simulation, path) as fig:
+    with _figure((8.5, 1.5 + 0.4 * rows), (1.4, 1.5, 0.55, 0.6), title, simulation, path) as fig:
         ax = fig.subplots()
         markers = ["^", "v", "s", "P"]
         for y, case in enumerate(cases):
@@ -160,13 +187,15 @@ def bootstrap_plot(primary: dict[str, Any], path: str | Path, simulation: bool =
     """The bootstrap distribution of the mean difference, with threshold, zero and interval."""
     interval = primary.get("interval")
     title = "Case-cluster bootstrap distribution of the difference"
-    with _figure(8.5, 3.8, title, simulation, path) as fig:
+    with _figure((8.5, 3.8), (0.9, 1.7, 0.8, 0.6), title, simulation, path) as fig:
         ax = fig.subplots()
         if interval:
             values = [d["value"] for d in interval["distribution"]]
             probs = [d["weight"] / interval["total_weight"] for d in interval["distribution"]]
-            width = min((b - a for a, b in itertools.pairwise(values)), default=0.05)
+            width = min((b - a for a, b in itertools.pairwise(values)), default=0.02)
             ax.bar(values, probs, width=width * 0.9, color="#4393c3", zorder=2)
+            low = min(values[0], 0.0) - 2 * width
+            ax.set_xlim(low, max(values[-1], primary["threshold"]) + 2 * width)
             ax.axvspan(
                 interval["lower"],
                 interval["upper"],
@@ -186,6 +215,8 @@ def bootstrap_plot(primary: dict[str, Any], path: str | Path, simulation: bool =
                 if interval["method"] == "exact"
                 else (f"resamples, seed {interval['seed']}")
             )
+            if interval["degenerate"]:
+                how += "; zero width: every case has the same difference"
             ax.set_title(how, fontsize=9)
         else:
             ax.text(
@@ -228,7 +259,8 @@ def completeness_grid(outcomes: Sequence[Any], path: str | Path, simulation: boo
         for x, o in enumerate(block):
             grid[y, x] = keys.index("indeterminate" if o.category == "indeterminate" else o.status)
     title = "Completeness in execution order (one row per block)"
-    with _figure(7.0, 1.3 + 0.22 * len(rows), title, simulation, path) as fig:
+    size = (8.4, 1.1 + 0.22 * len(rows))
+    with _figure(size, (2.9, 1.4, 0.45, 0.6), title, simulation, path) as fig:
         ax = fig.subplots()
         # One image instead of a patch per cell: the grid is drawn in a single pass.
         ax.imshow(
@@ -249,15 +281,18 @@ def completeness_grid(outcomes: Sequence[Any], path: str | Path, simulation: boo
         for y, block in enumerate(rows):
             for x, o in enumerate(block):
                 if o.status in ("error", "protocol_failure"):  # name what went wrong, briefly
-                    note = ax.text(
-                        x, y, f"{o.condition} {o.kind[:22]}", ha="center", va="center", fontsize=6
+                    ax.text(
+                        x,
+                        y,
+                        f"{o.condition}: {_short(o.kind)}",
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
                     )
-                    note.set_in_layout(False)
         ax.set_xticks(range(width), [f"#{x + 1}" for x in range(width)])
-        ax.set_xticks(np.arange(width + 1) - 0.5, minor=True)
-        ax.set_yticks(np.arange(len(rows) + 1) - 0.5, minor=True)
-        ax.grid(which="minor", color="white", lw=1.5)
-        ax.tick_params(which="minor", length=0)
+        # Cell borders as two line collections; minor ticks would build a Tick object per line.
+        ax.hlines(np.arange(len(rows) + 1) - 0.5, -0.5, width - 0.5, color="white", lw=1.5)
+        ax.vlines(np.arange(width + 1) - 0.5, -0.5, len(rows) - 0.5, color="white", lw=1.5)
         ax.set_xlabel("position within block (its condition: the order on the left)")
         present = {keys[int(k)] for k in np.unique(grid[~np.isnan(grid)])}
         ax.legend(
@@ -271,10 +306,25 @@ def completeness_grid(outcomes: Sequence[Any], path: str | Path, simulation: boo
     return Path(path)
 
 
+def _short(kind: str) -> str:
+    """A cell-sized name for an error or failure kind."""
+    if kind.startswith("code_when_absent:"):
+        return "code on A"
+    if kind.startswith("indeterminate"):
+        return "indeterminate"
+    return {
+        "near_distractor_code": "near-name code",
+        "other_present_code": "other code",
+        "false_unknown": "false UNKNOWN",
+        "http_status": "HTTP status",
+        "model_mismatch": "wrong model",
+    }.get(kind, kind.replace("_", " "))[:18]
+
+
 def power_curve(table: Any, path: str | Path, target: float = 0.8) -> Path:
     """P(decision = supported) against the added middle loss, one line per number of cases."""
     title = "Design sensitivity: probability that the decision is 'supported'"
-    with _figure(7.0, 4.2, title, False, path) as fig:
+    with _figure((7.0, 4.2), (0.8, 0.3, 0.5, 0.6), title, False, path) as fig:
         ax = fig.subplots()
         for n_cases, group in table.groupby("cases", sort=True):
             ax.plot(group["effect"], group["power"], marker="o", ms=3, label=f"{n_cases} cases")
