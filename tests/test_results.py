@@ -209,3 +209,13 @@ def test_missing_run_folder_is_one_line(tmp_path, capsys):
     assert main(["results", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "run.json" in err
+
+
+def test_journal_summary_is_readable_and_deterministic(faulty_run):
+    from needlepoint.results import journal_summary
+
+    lines = journal_summary(faulty_run)
+    assert lines == journal_summary(faulty_run)
+    assert lines[0].startswith("session 1 at 2026-01-01T00:00:00.000000Z: allow 40")
+    assert any("stop_status: HTTP 429 at seq 30" in line for line in lines)
+    assert "gaps: min 20 s, median 20 s" in lines

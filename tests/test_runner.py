@@ -251,3 +251,9 @@ def test_prepared_folder_can_move_after_the_run(reference_dir, tmp_path, server)
     with pytest.raises(NeedlepointError):
         load_run_results(run)
     assert load_run_results(run, moved).rows[0]["status"] == "correct"
+
+
+def test_bad_progress_mode_is_refused_before_anything(reference_dir, tmp_path, server):
+    with pytest.raises(NeedlepointError, match="progress must be one of"):
+        live(reference_dir, tmp_path / "run", server, allow=1, progress="fancy")
+    assert not (tmp_path / "run").exists()

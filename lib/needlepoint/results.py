@@ -173,3 +173,43 @@ def summary_lines(results: RunResults) -> list[str]:
         f"{label}{len(results.rows)} planned rows: {parts}",
         f"journal {results.journal_sha256}",
     ]
+
+
+def journal_summary(run_dir: str | Path) -> list[str]:
+    """What the journal says, session by session: for notebooks and the command line."""
+    import statistics
+    from collections import Counter
+
+    chain = read_chain(run_dir)
+    if not chain.ok:
+        raise NeedlepointError(f"journal chain broken: {chain.problems[0]}")
+    out: list[str] = []
+    kinds: Counter[str] = Counter()
+    gaps, latencies = [], []
+    for r in chain.records:
+        if r["type"] == "session":
+            reason = f", override: {r['override_reason']}" if r.get("override_reason") else ""
+            out.append(
+                f"session {r['session']} at {r['time']}: allow {r['allow']}, "
+                f"min gap {r['min_gap_s']:g} s{reason}"
+            )
+        elif r["type"] == "stop":
+            out.append(f"  stopped at {r['time']}: {r['reason']}: {r['detail']}")
+        elif r["type"] == "attempt" and r.get("gap_s") is not None:
+            gaps.append(r["gap_s"])
+        elif r["type"] == "outcome":
+            c = r["classification"]
+            kinds[c["status"] + (f" ({c['kind']})" if c["kind"] else "")] += 1
+            if r.get("latency_s") is not None:
+                latencies.append(r["latency_s"])
+    state = JournalState.of(chain.records)
+    out.append(f"attempts {state.attempt_count}, outcomes {len(state.outcomes)}")
+    out += [f"  {k}: {v}" for k, v in sorted(kinds.items())]
+    if gaps:
+        out.append(f"gaps: min {min(gaps):g} s, median {statistics.median(gaps):g} s")
+    if latencies:
+        out.append(f"latency: median {statistics.median(latencies):g} s")
+    unknown = len(state.unknown_cost)
+    out.append(f"cost: {state.spent:.6f} known" + (f", {unknown} unknown" if unknown else ""))
+    out.append(f"journal sha256 {chain.head}")
+    return out

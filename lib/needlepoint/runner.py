@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.journal import Journal
 from needlepoint.jsonio import sha256_hex
 from needlepoint.preflight import DEFAULT_TIMEOUT_S, Settings, check_settings
-from needlepoint.progress import Progress
+from needlepoint.progress import PROGRESS_MODES, Progress
 from needlepoint.records import (
     JournalState,
     Scrubber,
@@ -250,42 +250,6 @@ class _Session:
         return reason, detail
 
 
-def _run_record(s: Settings, run_meta: dict[str, Any] | None, created: str) -> dict[str, Any]:
-    p = s.prepared
-    sim = None
-    if s.simulation:
-        from needlepoint.simulate import FAULT_CYCLE
-
-        sim = {
-            "mode": s.simulate,
-            "params": asdict(s.sim_params) if s.sim_params else None,
-            "fault_cycle": list(FAULT_CYCLE) if s.simulate == "faulty" else None,
-        }
-    return {
-        "kind": "needlepoint-run",
-        "created": created,
-        "simulation": s.simulation,
-        "simulate": sim,
-        "prepared_dir": str(p.root.resolve()),
-        "prepared_fingerprint": p.fingerprint,
-        "protocol_id": p.protocol.get("protocol_id"),
-        "protocol_version": p.protocol.get("version"),
-        "model": s.model,
-        "base_url": s.base_url,
-        "api_key_env": s.api_key_env,
-        "allow": s.allow,
-        "min_gap_s": s.min_gap_s,
-        "protocol_min_gap_s": s.protocol_min_gap_s,
-        "override_reason": s.override_reason,
-        "timeout_s": s.timeout_s,
-        "deadline_s": s.deadline_s,
-        "cost": {"input_rate": s.input_rate, "output_rate": s.output_rate, "cap": s.cost_cap},
-        "package_version": needlepoint.__version__,
-        "git": runrecord.git_commit(),
-        "extra": run_meta or {},
-    }
-
-
 def run_protocol(
     prepared_dir: str | Path,
     run_dir: str | Path,
@@ -302,6 +266,8 @@ def run_protocol(
     api_key_env, min_gap_s, override_reason, timeout_s, deadline_s, input_rate, output_rate,
     cost_cap. ``run_meta`` is stored in run.json under ``extra`` (e.g. a local server's details).
     """
+    if progress not in PROGRESS_MODES:
+        raise NeedlepointError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
     s = check_settings(prepared_dir, allow=allow, **options)
     root = Path(run_dir)
     if root.exists() and not root.is_dir():
@@ -310,14 +276,16 @@ def run_protocol(
     with runrecord.FolderLock(root):
         run_json = root / runrecord.RUN_NAME
         if run_json.exists():
-            record = _run_record(s, run_meta, "")
+            record = runrecord.build_run_record(s, run_meta, "")
             runrecord.check_resume(root, runrecord.read_run_record(root), record)
             run_sha = sha256_hex(run_json.read_bytes())
         else:
             if any(p.name != runrecord.LOCK_NAME for p in root.iterdir()):
                 raise NeedlepointError(f"{root}: not empty and has no run.json; use a new folder")
             created = iso_utc(SIM_EPOCH if s.simulation else time.time())
-            run_sha = runrecord.write_run_record(root, _run_record(s, run_meta, created))
+            run_sha = runrecord.write_run_record(
+                root, runrecord.build_run_record(s, run_meta, created)
+            )
         journal = Journal(root, fsync=fsync)
         try:
             return _session(s, root, journal, run_sha, progress)

@@ -10,11 +10,16 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from needlepoint import __version__
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
+
+if TYPE_CHECKING:
+    from needlepoint.preflight import Settings
 
 RUN_FORMAT = 1
 RUN_NAME = "run.json"
@@ -103,6 +108,43 @@ def context_manifest(
 
 def write_context_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     write_bytes_atomic(run_dir / CONTEXT_NAME, json_bytes(manifest))
+
+
+def build_run_record(s: Settings, run_meta: dict[str, Any] | None, created: str) -> dict[str, Any]:
+    """The content of run.json for checked settings ``s``."""
+    p = s.prepared
+    sim = None
+    if s.simulation:
+        from needlepoint.simulate import FAULT_CYCLE
+
+        sim = {
+            "mode": s.simulate,
+            "params": asdict(s.sim_params) if s.sim_params else None,
+            "fault_cycle": list(FAULT_CYCLE) if s.simulate == "faulty" else None,
+        }
+    return {
+        "kind": "needlepoint-run",
+        "created": created,
+        "simulation": s.simulation,
+        "simulate": sim,
+        "prepared_dir": str(p.root.resolve()),
+        "prepared_fingerprint": p.fingerprint,
+        "protocol_id": p.protocol.get("protocol_id"),
+        "protocol_version": p.protocol.get("version"),
+        "model": s.model,
+        "base_url": s.base_url,
+        "api_key_env": s.api_key_env,
+        "allow": s.allow,
+        "min_gap_s": s.min_gap_s,
+        "protocol_min_gap_s": s.protocol_min_gap_s,
+        "override_reason": s.override_reason,
+        "timeout_s": s.timeout_s,
+        "deadline_s": s.deadline_s,
+        "cost": {"input_rate": s.input_rate, "output_rate": s.output_rate, "cap": s.cost_cap},
+        "package_version": __version__,
+        "git": git_commit(),
+        "extra": run_meta or {},
+    }
 
 
 class FolderLock:

@@ -14,7 +14,7 @@ Simulated latency advances the run's SimClock; nothing here sleeps.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from needlepoint.errors import NeedlepointError
@@ -104,12 +104,6 @@ class Simulator:
         self.deadline_s = deadline_s
         self.key = prepared.answer_key
         self.rows = {row.request_sha256: row for row in prepared.plan}
-
-    def record(self) -> dict[str, Any]:
-        """What run.json says about the simulation."""
-        params = asdict(self.params) if self.mode == "position" else None
-        fault_cycle = list(FAULT_CYCLE) if self.mode == "faulty" else None
-        return {"mode": self.mode, "params": params, "fault_cycle": fault_cycle}
 
     def transport(self) -> httpx.MockTransport:
         import httpx
