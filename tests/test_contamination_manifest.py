@@ -131,14 +131,14 @@ def test_unreadable_file_is_reported(workspace: Path, monkeypatch: pytest.Monkey
 
 
 def test_unreadable_folder_is_reported(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = os.listdir
+    real = os.scandir
 
     def refuse(path):
         if Path(path).name == "notes":
             raise PermissionError(13, "Permission denied")
         return real(path)
 
-    monkeypatch.setattr(os, "listdir", refuse)
+    monkeypatch.setattr(os, "scandir", refuse)
     _, problems = select_files(workspace)
     assert [(p.path, p.kind) for p in problems] == [("notes", "unreadable")]
 

@@ -82,6 +82,39 @@ ALPHABET = st.sampled_from(list("a19 -_.中é"))
 VALUE = st.text(ALPHABET, min_size=1, max_size=4).filter(lambda v: v == v.strip())
 
 
+@given(value=VALUE, text=st.text(st.one_of(ALPHABET, st.just("\n")), max_size=24))
+def test_index_agrees_with_the_brute_force_rule(value: str, text: str) -> None:
+    expected = [n for n, line in enumerate(text.split("\n"), start=1) if brute(value, line)]
+    assert lines_hit(value, text) == expected
+
+
+ASCII = st.sampled_from(list("a19 -_.!\t"))
+
+
+@given(values=st.lists(VALUE, min_size=1, max_size=4), text=st.text(ALPHABET, max_size=24))
+def test_many_values_are_found_as_if_searched_one_by_one(values: list[str], text: str) -> None:
+    index = AnswerIndex({f"k{i}": v for i, v in enumerate(values)})
+    found = {h.value for h in index.search(text)}
+    assert found == {v for v in values if brute(v, text)}
+
+
+def token_rule(value: str, line: str) -> bool:
+    """The rule as the docs state it: the value's tokens are consecutive tokens of the line."""
+    vt, lt = tokens(value), tokens(line)
+    return any(lt[k : k + len(vt)] == vt for k in range(len(lt) - len(vt) + 1))
+
+
 @given(value=VALUE, line=st.text(ALPHABET, max_size=14))
-def test_index_agrees_with_the_brute_force_rule(value: str, line: str) -> None:
-    assert bool(lines_hit(value, line)) == brute(value, line)
+def test_token_statement_and_edge_statement_agree(value: str, line: str) -> None:
+    assert token_rule(value, line) == brute(value, line)
+
+
+@given(
+    values=st.lists(
+        st.text(ASCII, min_size=1, max_size=4).filter(lambda v: v == v.strip()), min_size=1
+    ),
+    text=st.text(ASCII, max_size=24),
+)
+def test_ascii_fast_path_finds_what_the_rule_finds(values: list[str], text: str) -> None:
+    index = AnswerIndex({f"k{i}": v for i, v in enumerate(values)})
+    assert {h.value for h in index.search(text)} == {v for v in values if brute(v, text)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,17 @@ def test_undecodable_context_file_is_matched_and_reported(tmp_path: Path) -> Non
     result = check_overlap(read_reference(ref), load_context(ws))
     assert result.present_ids == ("R2",)
     assert [(p.path, p.kind) for p in result.problems] == [("memory/bin.md", "not-utf8")]
+
+
+def test_fifo_in_place_of_a_frozen_file_is_reported(
+    setup: tuple[Path, Path], tmp_path: Path
+) -> None:
+    ws, ref = setup
+    manifest = tmp_path / "m.json"
+    write_manifest(build_manifest(ws), manifest)
+    (ws / "CLAUDE.md").unlink()
+    os.mkfifo(ws / "CLAUDE.md")
+    result = check_overlap(read_reference(ref), load_context(manifest))  # must not block
+    assert ("CLAUDE.md", "not-a-regular-file") in {(p.path, p.kind) for p in result.problems}
+    assert result.verification is not None
+    assert [(c.path, c.kind) for c in result.verification.changes] == [("CLAUDE.md", "unreadable")]

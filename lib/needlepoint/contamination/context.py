@@ -7,6 +7,7 @@ it looked at exactly the context that was frozen, or at files that changed since
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,8 +92,12 @@ def _read(
     path: str, location: Path, problems: list[Problem]
 ) -> tuple[os.stat_result, bytes] | None:
     try:
-        st = os.stat(location)
-        with open(location, "rb") as fh:
+        # O_NONBLOCK: a FIFO put where a frozen file was must be reported, not block the audit.
+        with os.fdopen(os.open(location, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                problems.append(Problem(path, "not-a-regular-file", stat.filemode(st.st_mode)))
+                return None
             return st, fh.read()
     except OSError as exc:
         problems.append(Problem(path, "unreadable", exc.strerror or str(exc)))

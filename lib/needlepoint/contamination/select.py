@@ -101,25 +101,39 @@ def select_files(
     def inside(real: str) -> bool:
         return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
-    def walk(directory: Path, segs: tuple[str, ...], active: frozenset[str], via: str | None):
+    def walk(directory: Path, real_dir: str, segs: tuple[str, ...], active: frozenset[str],
+             via: str | None) -> None:  # fmt: skip
         try:
-            names = sorted(os.listdir(directory))
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             problems.append(Problem("/".join(segs) or ".", "unreadable", exc.strerror or "error"))
             return
-        for name in names:
-            child, rel = directory / name, (*segs, name)
+        for entry in entries:
+            rel = (*segs, entry.name)
             path = "/".join(rel)
-            link = os.readlink(child) if os.path.islink(child) else None
+            is_link = entry.is_symlink()
+            # Plain files and folders need no system call beyond the listing itself.
+            if not is_link and entry.is_file(follow_symlinks=False):
+                if any(_full_match(p, rel) for p in patterns):
+                    found.append(Candidate(path, Path(entry.path), via, via is not None))
+                continue
+            if not is_link and entry.is_dir(follow_symlinks=False):
+                if any(_may_contain(p, rel) for p in patterns):
+                    real = os.path.join(real_dir, entry.name)
+                    walk(Path(entry.path), real, rel, active | {real}, via)
+                continue
+            # Symlinks and special files: the careful path.
+            link = os.readlink(entry.path) if is_link else None
             try:
-                st = os.stat(child)
+                st = os.stat(entry.path)
             except OSError as exc:
                 if any(_full_match(p, rel) for p in patterns):
-                    kind = "dangling-symlink" if link is not None else "unreadable"
+                    kind = "dangling-symlink" if is_link else "unreadable"
                     problems.append(Problem(path, kind, exc.strerror or "error"))
                 continue
-            real = os.path.realpath(child)
-            outside = link is not None and not inside(real)
+            real = os.path.realpath(entry.path) if is_link else os.path.join(real_dir, entry.name)
+            outside = is_link and not inside(real)
             if stat.S_ISDIR(st.st_mode):
                 if not any(_may_contain(p, rel) for p in patterns):
                     continue
@@ -128,14 +142,18 @@ def select_files(
                     continue
                 if outside:
                     problems.append(Problem(path, "symlink-outside-root", f"-> {link}"))
-                walk(child, rel, active | {real}, via or (link if outside else None))
+                walk(
+                    Path(entry.path), real, rel, active | {real}, via or (link if outside else None)
+                )
             elif any(_full_match(p, rel) for p in patterns):
                 if outside:
                     problems.append(Problem(path, "symlink-outside-root", f"-> {link}"))
                 if not stat.S_ISREG(st.st_mode):
                     problems.append(Problem(path, "not-a-regular-file", stat.filemode(st.st_mode)))
                     continue
-                found.append(Candidate(path, child, link or via, outside or via is not None))
+                found.append(
+                    Candidate(path, Path(entry.path), link or via, outside or via is not None)
+                )
 
-    walk(base, (), frozenset({real_root}), None)
+    walk(base, real_root, (), frozenset({real_root}), None)
     return tuple(found), tuple(problems)
