@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+
 from needlepoint import journal as jmod
 from needlepoint.errors import NeedlepointError
 from needlepoint.journal import GENESIS, HEAD_NAME, JOURNAL_NAME, Journal, read_chain, record_hash

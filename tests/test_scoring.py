@@ -9,6 +9,7 @@ from importlib import resources
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from needlepoint.scoring import (
     ERROR_KINDS,
     PROTOCOL_FAILURE_KINDS,
