@@ -10,6 +10,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from needlepoint.bootstrap import (
     EXACT,
     MONTE_CARLO,
@@ -18,7 +20,6 @@ from needlepoint.bootstrap import (
     percentile_interval,
     tail_probabilities,
 )
-from scipy import stats
 
 
 def loop_quantile(points: list[tuple[Fraction, int]], total: int, p: Fraction) -> Fraction:
