@@ -424,9 +424,13 @@ def test_cli_analyze_results_writes_everything_deterministically(
     outputs = []
     for name in ("one", "two"):
         argv = ["analyze", "--results", str(csv_path), "--prepared", str(prepared.root)]
+        if name == "two":
+            argv.append("--no-figures")  # figure bytes are compared in test_plots
         assert cli.main([*argv, "--out", str(tmp_path / name)]) == 0
         outputs.append(capsys.readouterr().out)
-    assert outputs[0].replace("two", "one") == outputs[1].replace("two", "one")
+    assert outputs[0].replace("two", "one") == outputs[1].replace("two", "one").replace(
+        "and 0 figures", "and 4 figures"
+    )
     assert str(tmp_path) not in outputs[0]
     assert outputs[0].splitlines()[:2] == [
         "SIMULATION — not a model result",
@@ -442,8 +446,11 @@ def test_cli_analyze_results_writes_everything_deterministically(
         "forest_difference.png",
         "summary.md",
     ]
-    for f in files:
-        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+    one = json.loads((tmp_path / "one" / "analysis.json").read_text(encoding="utf-8"))
+    two = json.loads((tmp_path / "two" / "analysis.json").read_text(encoding="utf-8"))
+    assert one == {**two, "figures": one["figures"]} and two["figures"] == {}
+    summaries = [(tmp_path / d / "summary.md").read_text(encoding="utf-8") for d in ("one", "two")]
+    assert summaries[1].rstrip() == summaries[0].split("## Figures")[0].rstrip()
     doc = json.loads((tmp_path / "one" / "analysis.json").read_text(encoding="utf-8"))
     assert (doc["format"], doc["version"]) == ("needlepoint-analysis", 1)
     assert doc["protocol"]["fingerprint"] == prepared.fingerprint
@@ -455,7 +462,7 @@ def test_cli_analyze_results_writes_everything_deterministically(
 
 def test_live_summary_has_no_banner(tmp_path: Path, prepared: Prepared) -> None:
     csv_path = write_csv(tmp_path / "results.csv", make_rows(prepared, simulation=False))
-    result = analyze_results(csv_path, prepared.root, tmp_path / "out")
+    result = analyze_results(csv_path, prepared.root, tmp_path / "out", figures=False)
     summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     assert "SIMULATION" not in summary and result.document["label"] is None
     assert result.decision == NOT_SUPPORTED and not result.simulation
@@ -483,7 +490,7 @@ def test_analyze_run_from_a_simulated_journal(tmp_path: Path, prepared: Prepared
     argv = ["run", str(prepared.root), "--allow", "128", "--run-dir", str(run_dir)]
     assert cli.main([*argv, "--simulate", "perfect", "--no-progress"]) == 0
     assert cli.main(["results", str(run_dir)]) == 0
-    assert cli.main(["analyze", str(run_dir)]) == 0
+    assert cli.main(["analyze", str(run_dir), "--no-figures"]) == 0
     doc = json.loads((run_dir / "analysis" / "analysis.json").read_text(encoding="utf-8"))
     assert doc["simulation"] is True and doc["run"]["source"] == "run journal"
     assert doc["primary"]["complete_cases"] == 8
@@ -491,4 +498,4 @@ def test_analyze_run_from_a_simulated_journal(tmp_path: Path, prepared: Prepared
     # Editing a score in results.csv is refused: the analysis re-derives from the journal.
     path = run_dir / "results.csv"
     path.write_text(path.read_text(encoding="utf-8").replace(",correct,", ",error,", 1), "utf-8")
-    assert cli.main(["analyze", str(run_dir)]) == 2
+    assert cli.main(["analyze", str(run_dir), "--no-figures"]) == 2

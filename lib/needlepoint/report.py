@@ -147,16 +147,22 @@ def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True
 
 
 def analyze_run(
-    run_dir: str | Path, out_dir: str | Path | None = None, prepared_dir: str | Path | None = None
+    run_dir: str | Path,
+    out_dir: str | Path | None = None,
+    prepared_dir: str | Path | None = None,
+    figures: bool = True,
 ) -> Analysis:
     """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
     target = Path(run_dir) / "analysis" if out_dir is None else out_dir
-    return analyze(from_run(run_dir, prepared_dir), target)
+    return analyze(from_run(run_dir, prepared_dir), target, figures)
 
 
 def analyze_results(
-    results_csv: str | Path, prepared_dir: str | Path, out_dir: str | Path | None = None
+    results_csv: str | Path,
+    prepared_dir: str | Path,
+    out_dir: str | Path | None = None,
+    figures: bool = True,
 ) -> Analysis:
     """Analyse a results table made elsewhere; default output ``analysis`` beside the table."""
     target = Path(results_csv).parent / "analysis" if out_dir is None else out_dir
-    return analyze(from_results_csv(results_csv, prepared_dir), target)
+    return analyze(from_results_csv(results_csv, prepared_dir), target, figures)
