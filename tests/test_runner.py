@@ -257,3 +257,20 @@ def test_bad_progress_mode_is_refused_before_anything(reference_dir, tmp_path, s
     with pytest.raises(NeedlepointError, match="progress must be one of"):
         live(reference_dir, tmp_path / "run", server, allow=1, progress="fancy")
     assert not (tmp_path / "run").exists()
+
+
+def test_deleting_the_journal_does_not_grant_fresh_budget(reference_dir, tmp_path, server):
+    from needlepoint.journal import HEAD_NAME, JOURNAL_NAME
+
+    run = tmp_path / "run"
+    live(reference_dir, run, server, allow=2)
+    (run / JOURNAL_NAME).unlink()
+    (run / HEAD_NAME).unlink()
+    with pytest.raises(NeedlepointError, match=r"missing although run\.json exists"):
+        live(reference_dir, run, server, allow=2)
+    # An emptied journal with a matching empty head: the context manifest still remembers.
+    (run / JOURNAL_NAME).write_bytes(b"")
+    (run / HEAD_NAME).write_text('{"format":1,"records":0,"sha256":"' + "0" * 64 + '"}\n')
+    with pytest.raises(NeedlepointError, match="journal records were removed"):
+        live(reference_dir, run, server, allow=2)
+    assert server.count == 2

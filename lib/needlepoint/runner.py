@@ -278,6 +278,7 @@ def run_protocol(
         if run_json.exists():
             record = runrecord.build_run_record(s, run_meta, "")
             runrecord.check_resume(root, runrecord.read_run_record(root), record)
+            runrecord.check_not_rewound(root)
             run_sha = sha256_hex(run_json.read_bytes())
         else:
             if any(p.name != runrecord.LOCK_NAME for p in root.iterdir()):

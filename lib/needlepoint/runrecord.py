@@ -82,6 +82,23 @@ def check_resume(run_dir: Path, saved: dict[str, Any], wanted: dict[str, Any]) -
             )
 
 
+def check_not_rewound(run_dir: Path) -> None:
+    """Refuse to resume a folder whose journal lost records: that would grant fresh budget."""
+    from needlepoint.journal import JOURNAL_NAME, read_chain
+
+    if not (run_dir / JOURNAL_NAME).exists():
+        raise NeedlepointError(f"{run_dir / JOURNAL_NAME}: missing although run.json exists")
+    path = run_dir / CONTEXT_NAME
+    if path.exists():
+        listed = len(read_json(path).get("sent", []))
+        sent = sum(r.get("type") == "attempt" for r in read_chain(run_dir).records)
+        if listed > sent:
+            raise NeedlepointError(
+                f"{path}: lists {listed} requests sent, the journal only {sent}: "
+                "journal records were removed"
+            )
+
+
 def context_manifest(
     prepared_root: Path,
     prepared_fingerprint: str,
