@@ -161,7 +161,12 @@ def decide(numerators: Sequence[int], denominator: int, params: dict[str, Any]) 
     """Estimate, interval and the preregistered decision from per-case integer numerators."""
     n, minimum = len(numerators), int(params["min_complete_cases"])
     threshold = as_fraction(float(params["threshold"]))
-    out: dict[str, Any] = {"threshold": float(threshold), "estimate": None, "interval": None}
+    out: dict[str, Any] = {
+        "threshold": float(threshold),
+        "estimate": None,
+        "estimate_exact": None,
+        "interval": None,
+    }
     if n < minimum:
         out["decision"] = NOT_EVALUABLE
         out["reason"] = (

@@ -326,7 +326,9 @@ def _short(kind: str) -> str:
     }.get(kind, kind.replace("_", " "))[:18]
 
 
-def power_curve(table: Any, path: str | Path, target: float = 0.8) -> Path:
+def power_curve(
+    table: Any, path: str | Path, target: float = 0.8, threshold: float | None = None
+) -> Path:
     """P(decision = supported) against the added middle loss, one line per number of cases."""
     title = "Design sensitivity: probability that the decision is 'supported'"
     with _figure((7.0, 4.2), (0.8, 0.3, 0.5, 0.6), title, False, path) as fig:
@@ -334,6 +336,8 @@ def power_curve(table: Any, path: str | Path, target: float = 0.8) -> Path:
         for n_cases, group in table.groupby("cases", sort=True):
             ax.plot(group["effect"], group["power"], marker="o", ms=3, label=f"{n_cases} cases")
         ax.axhline(target, color="grey", ls=":", lw=1, label=f"{target:.0%}")
+        if threshold is not None:
+            ax.axvline(threshold, color="#b2182b", ls="--", lw=1, label=f"threshold {threshold:g}")
         ax.set_xlabel("added middle loss under high similarity (true difference)")
         ax.set_ylabel("P(supported)")
         ax.set_ylim(-0.02, 1.02)

@@ -274,6 +274,6 @@ def power_report(
         write_bytes_atomic(
             folder / "power.csv", table.to_csv(index=False, lineterminator="\n").encode()
         )
-        power_curve(table, folder / "power_curve.png")
+        power_curve(table, folder / "power_curve.png", threshold=float(a["threshold"]))
         lines.append(f"wrote {folder.name}/power.csv and {folder.name}/power_curve.png")
     return lines
