@@ -140,25 +140,27 @@ def forest_plot(primary: dict[str, Any], path: str | Path, simulation: bool = Fa
     with _figure((8.5, 1.5 + 0.4 * rows), (1.4, 1.5, 0.55, 0.6), title, simulation, path) as fig:
         ax = fig.subplots()
         markers = ["^", "v", "s", "P"]
-        for y, case in enumerate(cases):
+        # One scatter per series (not per point): each call builds its own collection.
+        if cases:
             ax.scatter(
-                case["difference"],
-                y,
+                [c["difference"] for c in cases],
+                range(len(cases)),
                 color="#2166ac",
                 zorder=3,
                 s=40,
-                label="case mean" if y == 0 else None,
+                label="case mean",
             )
-            for k, row in enumerate(case["lengths"]):
+            n_len = len(cases[0]["lengths"])
+            for k in range(n_len):
                 ax.scatter(
-                    row["difference"],
-                    y + 0.22 * (k - (len(case["lengths"]) - 1) / 2),
+                    [c["lengths"][k]["difference"] for c in cases],
+                    [y + 0.22 * (k - (n_len - 1) / 2) for y in range(len(cases))],
                     marker=markers[k % len(markers)],
                     facecolors="none",
                     edgecolors="#4393c3",
                     s=28,
                     zorder=2,
-                    label=f"length {row['length']}" if y == 0 else None,
+                    label=f"length {cases[0]['lengths'][k]['length']}",
                 )
         y_all = len(cases)
         interval = primary.get("interval")
