@@ -169,7 +169,7 @@ def test_rechained_send_after_a_stop_rule_is_caught(run, capsys):
     extra_attempt = {**rs[stop - 2], "seq": 41, "time": last_outcome["time"], "gap_s": 20.0}
     from needlepoint.freeze import load_prepared
 
-    prepared = load_prepared(json.loads((run / "run.json").read_text())["prepared_dir"])
+    prepared = load_prepared(run / json.loads((run / "run.json").read_text())["prepared_dir"])
     extra_attempt["request_sha256"] = prepared.plan[40].request_sha256
     rs.insert(stop, extra_attempt)
     rechain(run, rs)

@@ -108,7 +108,8 @@ def load_frozen_plan(run_dir: Path, run: dict[str, Any], prepared_dir: str | Pat
     """Load the run's prepared folder and check it is byte for byte the one the run used."""
     from needlepoint.freeze import load_prepared
 
-    root = Path(prepared_dir or run.get("prepared_dir", ""))
+    # run.json names the prepared folder relative to the run folder (no machine paths)
+    root = Path(prepared_dir) if prepared_dir else run_dir / run.get("prepared_dir", "")
     prepared = load_prepared(root)
     if prepared.fingerprint != run.get("prepared_fingerprint"):
         raise NeedlepointError(

@@ -276,7 +276,7 @@ def run_protocol(
     with runrecord.FolderLock(root):
         run_json = root / runrecord.RUN_NAME
         if run_json.exists():
-            record = runrecord.build_run_record(s, run_meta, "")
+            record = runrecord.build_run_record(s, run_meta, "", root)
             runrecord.check_resume(root, runrecord.read_run_record(root), record)
             runrecord.check_not_rewound(root)
             run_sha = sha256_hex(run_json.read_bytes())
@@ -285,8 +285,9 @@ def run_protocol(
                 raise NeedlepointError(f"{root}: not empty and has no run.json; use a new folder")
             created = iso_utc(SIM_EPOCH if s.simulation else time.time())
             run_sha = runrecord.write_run_record(
-                root, runrecord.build_run_record(s, run_meta, created)
+                root, runrecord.build_run_record(s, run_meta, created, root)
             )
+        runrecord.append_provenance(root, iso_utc(time.time()))
         journal = Journal(root, fsync=fsync)
         try:
             return _session(s, root, journal, run_sha, progress)
@@ -294,7 +295,7 @@ def run_protocol(
             runrecord.write_context_manifest(
                 root,
                 runrecord.context_manifest(
-                    s.prepared.root.resolve(),
+                    runrecord.relative_prepared(s.prepared.root, root),
                     s.prepared.fingerprint,
                     s.prepared.manifest.get("files", {}),
                     journal.records,

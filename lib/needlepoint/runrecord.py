@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 RUN_FORMAT = 1
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"
+PROVENANCE_NAME = "provenance.jsonl"
 CONTEXT_FORMAT = 1
 LOCK_NAME = ".lock"
 # Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
@@ -127,8 +128,19 @@ def write_context_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     write_bytes_atomic(run_dir / CONTEXT_NAME, json_bytes(manifest))
 
 
-def build_run_record(s: Settings, run_meta: dict[str, Any] | None, created: str) -> dict[str, Any]:
-    """The content of run.json for checked settings ``s``."""
+def relative_prepared(prepared_root: Path, run_dir: Path) -> str:
+    """The prepared folder as seen from the run folder, so evidence carries no machine path."""
+    return Path(os.path.relpath(prepared_root.resolve(), run_dir.resolve())).as_posix()
+
+
+def build_run_record(
+    s: Settings, run_meta: dict[str, Any] | None, created: str, run_dir: Path
+) -> dict[str, Any]:
+    """The content of run.json for checked settings ``s``.
+
+    Provenance that changes with every commit (git, interpreter, packages) goes to
+    provenance.jsonl instead, so a simulated run's journal hash stays a pure function of the run.
+    """
     p = s.prepared
     sim = None
     if s.simulation:
@@ -144,7 +156,7 @@ def build_run_record(s: Settings, run_meta: dict[str, Any] | None, created: str)
         "created": created,
         "simulation": s.simulation,
         "simulate": sim,
-        "prepared_dir": str(p.root.resolve()),
+        "prepared_dir": relative_prepared(p.root, run_dir),
         "prepared_fingerprint": p.fingerprint,
         "protocol_id": p.protocol.get("protocol_id"),
         "protocol_version": p.protocol.get("version"),
@@ -159,9 +171,34 @@ def build_run_record(s: Settings, run_meta: dict[str, Any] | None, created: str)
         "deadline_s": s.deadline_s,
         "cost": {"input_rate": s.input_rate, "output_rate": s.output_rate, "cap": s.cost_cap},
         "package_version": __version__,
-        "git": git_commit(),
         "extra": run_meta or {},
     }
+
+
+def append_provenance(run_dir: Path, time_iso: str) -> None:
+    """Record, per session, which code and environment ran: commit, interpreter, packages."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    packages = {}
+    for name in ("httpx", "numpy", "scipy", "pandas", "matplotlib", "papermill", "tqdm"):
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = None
+    line = {
+        "format": 1,
+        "time": time_iso,
+        "package_version": __version__,
+        "git": git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.system(),
+        "packages": packages,
+    }
+    with open(run_dir / PROVENANCE_NAME, "ab") as fh:
+        fh.write(canonical_bytes(line) + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 class FolderLock:
