@@ -55,7 +55,12 @@ class PlanRow:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A loaded prepared folder. ``fingerprint`` is the SHA-256 of manifest.json."""
+    """A loaded prepared folder.
+
+    ``fingerprint`` is the SHA-256 of the canonical ``files`` map of manifest.json: it names the
+    frozen materials, and stays the same when only the generating source changes (verify warns
+    about that separately), so runs and analyses of identical materials carry one fingerprint.
+    """
 
     root: Path
     protocol: dict[str, Any]
@@ -159,6 +164,14 @@ def prepare(out_dir: str | Path, protocol_path: str | Path | None = None) -> Pat
     return out
 
 
+def materials_fingerprint(manifest: Any) -> str:
+    """SHA-256 of the canonical map of data-file hashes: the protocol fingerprint."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict):
+        raise NeedlepointError("manifest.json: no files map")
+    return sha256_hex(canonical_bytes(files))
+
+
 def _folder(path: str | Path) -> Path:
     root = Path(path)
     if not root.is_dir():
@@ -223,7 +236,7 @@ def load_prepared(path: str | Path) -> Prepared:
         bodies=bodies,
         answer_key=answer_key,
         manifest=manifest,
-        fingerprint=file_sha256(root / "manifest.json"),
+        fingerprint=materials_fingerprint(manifest),
     )
 
 
