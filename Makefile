@@ -16,11 +16,16 @@ $(STAMP): pyproject.toml constraints.txt
 setup: $(STAMP)
 
 run: $(STAMP)
-	d=out/prepared-$$(date +%Y%m%d-%H%M%S) && $(BIN)/needlepoint prepare --out $$d && $(BIN)/needlepoint verify $$d && $(BIN)/needlepoint audit $$d && $(BIN)/needlepoint dry-run $$d
+	$(BIN)/needlepoint pipeline --label offline-$$(date +%H%M%S)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+REFERENCE_EVIDENCE := evidence/20261130-simulated-reference
+
 test: lint
 	$(BIN)/python -m pytest -q -n 2
+	# nbval re-executes the committed reference evidence; outputs are redirected to a scratch folder
+	scratch=$$(mktemp -d) && NEEDLEPOINT_OUTPUT_ROOT=$$scratch $(BIN)/python -m pytest -q -p no:xdist \
+		--nbval --nbval-kernel-name needlepoint $(REFERENCE_EVIDENCE); rc=$$?; rm -rf $$scratch; exit $$rc
