@@ -92,8 +92,12 @@ def run_pipeline(
     notebooks_dir: str | Path = "notebooks",
     date: str | None = None,
     only: list[str] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> Path:
-    """Execute the notebooks into ``evidence_root/<date>-<label>/`` and return that folder."""
+    """Execute the notebooks into ``evidence_root/<date>-<label>/`` and return that folder.
+
+    ``timings``, when given, receives each notebook's wall seconds (execution plus HTML).
+    """
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -136,7 +140,10 @@ def run_pipeline(
                 f"the partly executed notebook is kept at {target}"
             ) from None
         render_html(target)
-        print(f"ok ({time.perf_counter() - start:.1f} s)")
+        seconds = time.perf_counter() - start
+        if timings is not None:
+            timings[src.stem] = seconds
+        print(f"ok ({seconds:.1f} s)")
     return out
 
 

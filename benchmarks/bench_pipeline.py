@@ -1,0 +1,104 @@
+"""The pipeline's wall time, and each notebook against the same library calls without papermill.
+
+The baseline runs, in this process, exactly the library calls each notebook makes (with a
+warm interpreter and no kernel); the ratio shows what papermill, the kernel start and the HTML
+rendering add.
+
+    python benchmarks/bench_pipeline.py [--repeats 3]      (run from the repository root)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from needlepoint import design_views as dv
+from needlepoint.audit import audit_prepared
+from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
+from needlepoint.freeze import load_prepared, prepare, verify_prepared
+from needlepoint.pipeline import NOTEBOOKS, run_pipeline
+from needlepoint.power import power_report
+from needlepoint.report import analyze_run
+from needlepoint.results import journal_summary, write_results
+from needlepoint.runmodes import run_step
+
+
+def _direct(root: Path) -> dict[str, float]:
+    """The notebooks' library calls, step by step, timed."""
+    steps: dict[str, Callable[[], object]] = {
+        "01-design": lambda: (
+            dv.protocol_table((d := dv.preview()).protocol),
+            dv.excerpt_table(d),
+            dv.equal_length_table(d),
+            dv.order_figure(d, root / "figures" / "order.png"),
+        ),
+        "02-freeze": lambda: (
+            prepare(root / "prepared"),
+            dv.manifest_table(load_prepared(root / "prepared")),
+            verify_prepared(root / "prepared"),
+            dv.audit_table(audit_prepared(root / "prepared")),
+        ),
+        "03-run": lambda: (
+            run_step(
+                root / "prepared", root / "run", transport="simulate", allow=128, progress="off"
+            ),
+            journal_summary(root / "run"),
+            write_results(root / "run", root / "prepared"),
+        ),
+        "04-analysis": lambda: analyze_run(root / "run", root / "analysis", root / "prepared"),
+        "05-power": lambda: power_report(out=root / "power"),
+        "06-contamination": lambda: _contamination(root / "contamination"),
+    }
+    out = {}
+    for name, step in steps.items():
+        start = time.perf_counter()
+        step()
+        out[name] = time.perf_counter() - start
+    return out
+
+
+def _contamination(root: Path) -> None:
+    fx = build_synthetic_workspace(root / "ws")
+    from needlepoint.contamination import build_manifest, write_manifest
+
+    write_manifest(build_manifest(fx.workspace), root / "manifest.json")
+    write_report(
+        build_report(fx.reference, fx.runs, fx.results, root / "manifest.json", fx.discards), root
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    piped: list[dict[str, float]] = []
+    direct: list[dict[str, float]] = []
+    totals = []
+    for i in range(args.repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            timings: dict[str, float] = {}
+            start = time.perf_counter()
+            run_pipeline(
+                f"bench{i}", {}, evidence_root=Path(tmp) / "ev", date="20000101", timings=timings
+            )
+            totals.append(time.perf_counter() - start)
+            piped.append(timings)
+            (Path(tmp) / "direct").mkdir()
+            direct.append(_direct(Path(tmp) / "direct"))
+    print(f"\npipeline wall time: median {statistics.median(totals):.1f} s over {len(totals)} runs")
+    print(f"{'notebook':<18} {'papermill s':>11} {'direct s':>9} {'ratio':>6}")
+    for name in NOTEBOOKS:
+        p = statistics.median(t[name] for t in piped)
+        d = statistics.median(t[name] for t in direct)
+        print(f"{name:<18} {p:11.2f} {d:9.2f} {p / d:6.1f}")
+    p_all = statistics.median(sum(t.values()) for t in piped)
+    d_all = statistics.median(sum(t.values()) for t in direct)
+    print(f"{'all':<18} {p_all:11.2f} {d_all:9.2f} {p_all / d_all:6.1f}")
+
+
+if __name__ == "__main__":
+    main()
