@@ -7,9 +7,12 @@ the server would otherwise cut ``max_tokens`` silently or answer 400 mid-run. Th
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import statistics
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,20 @@ class TokenReport:
         )
 
 
+@contextlib.contextmanager
+def _quiet_stderr_fd() -> Iterator[None]:
+    """Silence C-level writes to fd 2: llama.cpp warns about n_ctx on a vocabulary-only load."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def prompt_renderer(model_path: Path) -> tuple[str, Callable[[Messages], str]]:
     """Render chat messages into the prompt text exactly as the server's chat handler does.
 
@@ -57,7 +74,8 @@ def prompt_renderer(model_path: Path) -> tuple[str, Callable[[Messages], str]]:
     import llama_cpp
     from llama_cpp import llama_chat_format
 
-    llm = llama_cpp.Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+    with _quiet_stderr_fd():  # failures still raise ValueError from Llama itself
+        llm = llama_cpp.Llama(model_path=str(model_path), vocab_only=True, verbose=False)
     if llm.chat_format != "chat_template.default":
         raise NeedlepointError(
             f"{model_path.name}: server would use chat format {llm.chat_format!r}; only the "
