@@ -17,6 +17,7 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.freeze import PLAN_COLUMNS, Prepared, load_prepared, verify_prepared
+from needlepoint.results import RESULT_COLUMNS
 from needlepoint.scoring import (
     CORRECT,
     ERROR,
@@ -29,19 +30,6 @@ from needlepoint.scoring import (
     score_text,
 )
 
-RESULT_COLUMNS = (
-    *PLAN_COLUMNS,
-    "status",
-    "kind",
-    "response_text",
-    "http_status",
-    "latency_s",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost",
-    "simulation",
-    "journal_sha256",
-)
 _INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens")
 _FLOAT_FIELDS = ("latency_s", "cost")
 _HEX = frozenset("0123456789abcdef")

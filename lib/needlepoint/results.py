@@ -13,16 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.freeze import PLAN_COLUMNS
 from needlepoint.journal import read_chain
 from needlepoint.jsonio import file_sha256, write_bytes_atomic
 from needlepoint.records import JournalState
 from needlepoint.runrecord import read_run_record
 
 RESULTS_NAME = "results.csv"
-PLAN_PART = ("seq", "block", "pair", "case", "length", "similarity", "condition", "order")
+# The documented results.csv columns: the plan's, then the outcome's. The analysis reads the
+# same tuple, so writer and reader cannot drift apart.
 RESULT_COLUMNS = (
-    *PLAN_PART,
-    "request_sha256",
+    *PLAN_COLUMNS,
     "status",
     "kind",
     "response_text",
@@ -64,7 +65,7 @@ def derive_rows(plan: Any, records: Any, simulation: bool, head: str) -> list[di
     state = JournalState.of(records)
     rows = []
     for p in plan:
-        row = {name: str(getattr(p, name)) for name in (*PLAN_PART, "request_sha256")}
+        row = {name: str(getattr(p, name)) for name in PLAN_COLUMNS}
         outcome = state.outcomes.get(p.seq)
         if outcome is not None:
             c = outcome["classification"]
