@@ -97,12 +97,12 @@ def locate_server() -> str:
     return str(version_of(SERVER_DISTRIBUTION))
 
 
-def model_spec(key: str) -> PackagedModel:
-    """The packaged model called ``key``; an unknown key is a one-line error listing the known."""
-    try:
-        return MODELS[key]
-    except KeyError:
-        raise NeedlepointError(f"unknown local model {key!r}; known: {', '.join(MODELS)}") from None
+def model_spec(name: str) -> PackagedModel:
+    """The packaged model called ``name`` (its key or its served alias); else a one-line error."""
+    for spec in MODELS.values():
+        if name in (spec.key, spec.alias):
+            return spec
+    raise NeedlepointError(f"unknown local model {name!r}; known: {', '.join(MODELS)}")
 
 
 def locate_model(model: PackagedModel = SMOLLM2) -> Path:
