@@ -13,6 +13,7 @@ import json
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +94,13 @@ def run_pipeline(
     date: str | None = None,
     only: list[str] | None = None,
     timings: dict[str, float] | None = None,
+    before: dict[str, Callable[[Path], None]] | None = None,
 ) -> Path:
     """Execute the notebooks into ``evidence_root/<date>-<label>/`` and return that folder.
 
     ``timings``, when given, receives each notebook's wall seconds (execution plus HTML).
+    ``before`` maps a notebook name to a check run on the evidence folder just before it; a
+    check that raises stops the chain there (e.g. a token-count check before a live run).
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -119,6 +123,8 @@ def run_pipeline(
     out.mkdir(parents=True, exist_ok=True)
     for i, (src, params) in enumerate(routed, start=1):
         target = out / src.name
+        if before and src.stem in before:
+            before[src.stem](out)
         print(f"[{i}/{len(routed)}] {src.stem}", end=" ", flush=True)
         start = time.perf_counter()
         try:

@@ -27,12 +27,14 @@ def run_step(
     min_gap_s: float | None = None,
     override_reason: str | None = None,
     progress: str = "deterministic",
+    run_meta: dict[str, Any] | None = None,
     **extra: Any,
 ) -> Any:
     """Run (or resume) the protocol: simulated offline, or live against an OpenAI-compatible API.
 
     Live runs read the key from the environment variable ``api_key_env`` only; the runner
-    refuses to start without it, a base URL and the frozen model name.
+    refuses to start without it, a base URL and the frozen model name. ``run_meta`` (for example
+    a local server's facts) is stored in run.json; options left at ``None`` keep their defaults.
     """
     from needlepoint.runner import run_protocol
 
@@ -40,9 +42,12 @@ def run_step(
         raise NeedlepointError(
             f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}"
         )
-    options: dict[str, Any] = {"min_gap_s": min_gap_s, "override_reason": override_reason, **extra}
+    options: dict[str, Any] = {"min_gap_s": min_gap_s, "override_reason": override_reason}
+    options.update({k: v for k, v in extra.items() if v is not None})
     if transport == "simulate":
         options["simulate"] = simulate
     else:
         options.update(base_url=base_url, model=model, api_key_env=api_key_env)
-    return run_protocol(prepared_dir, run_dir, allow=allow, progress=progress, **options)
+    return run_protocol(
+        prepared_dir, run_dir, allow=allow, progress=progress, run_meta=run_meta, **options
+    )
