@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import importlib.metadata
-import importlib.resources
-import importlib.util
 import os
 import signal
 import socket
@@ -78,6 +75,9 @@ class Server:
 
 
 def version_of(distribution: str) -> str | None:
+    """Installed version of a distribution, or None; importlib.metadata loads lazily (CLI speed)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -111,6 +111,9 @@ def locate_model(model: PackagedModel = SMOLLM2) -> Path:
     The package's ``__init__`` imports its plugin host (``llm``), which a ``--no-deps`` install
     leaves out, so the module object is built from its spec but never executed.
     """
+    import importlib.resources
+    import importlib.util
+
     spec = importlib.util.find_spec(model.module)
     if spec is None or version_of(model.distribution) is None:
         raise NeedlepointError(
@@ -127,6 +130,8 @@ def locate_model(model: PackagedModel = SMOLLM2) -> Path:
 
 def wheel_recorded_sha256(model: PackagedModel) -> str | None:
     """The GGUF's SHA-256 as the wheel's RECORD lists it (hex), or None when not recorded."""
+    import importlib.metadata
+
     for entry in importlib.metadata.files(model.distribution) or ():
         if entry.name == model.filename and entry.hash and entry.hash.mode == "sha256":
             raw = base64.urlsafe_b64decode(entry.hash.value + "=" * (-len(entry.hash.value) % 4))
