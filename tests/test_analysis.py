@@ -225,6 +225,26 @@ def test_floor_caveat_when_no_end_position_is_ever_correct(prepared: Prepared) -
     assert not any(c.startswith("Ceiling") for c in r["caveats"])
 
 
+def test_floor_is_stated_even_when_nothing_is_evaluable(prepared: Prepared) -> None:
+    # The local-model shape: every M fails, every valid answer is wrong.
+    def spec(p: PlanRow) -> str:
+        return "failure:finish_reason" if p.condition == "M" else "error:bad_format"
+
+    r = run(prepared, spec)
+    assert r["decision"] == NOT_EVALUABLE
+    floor = [c for c in r["caveats"] if c.startswith("Floor")]
+    assert floor and "exploratory" in floor[0]
+    failures = [c for c in r["caveats"] if c.startswith("Failures")]
+    assert failures == [
+        "Failures: 32 of 128 executed requests are protocol failures (finish_reason 32); "
+        "they are listed with their reasons and never scored as wrong."
+    ]
+
+
+def test_no_failures_caveat_without_failures(prepared: Prepared) -> None:
+    assert not any(c.startswith("Failures") for c in run(prepared)["caveats"])
+
+
 def test_incomplete_cases_caveat(prepared: Prepared) -> None:
     r = run(prepared, {seq_of(prepared, "S8", 60, "low", "A"): "unexecuted"})
     assert any(c.startswith("1 of 8 planned cases are incomplete") for c in r["caveats"])

@@ -10,7 +10,7 @@ fractions, so the decision never hinges on how 0.1 rounds in binary.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -228,21 +228,39 @@ def caveats(inp: AnalysisInput, complete: Sequence[str], result: dict[str, Any])
         notes.append(f"{SIMULATION_BANNER}: the outcomes come from a fake transport.")
     keep = set(complete)
     present = [o for o in inp.outcomes if o.case in keep and o.condition in ("B", "M", "E")]
+    scope = ""
+    if not present:
+        # No complete case: still say whether the valid answers show a floor or a ceiling,
+        # labelled exploratory, because "not evaluable" alone hides what the model did.
+        present = [
+            o
+            for o in inp.outcomes
+            if o.condition in ("B", "M", "E") and o.status in ("correct", "error")
+        ]
+        scope = " (exploratory: over all valid responses, as no case is complete)"
     if present:
         by_sim = {s: [o for o in present if o.similarity == s] for s in ("low", "high")}
         if all(by_sim.values()) and all(o.status == "correct" for o in present):
             notes.append(
                 "Ceiling: every answer-present response in both similarity conditions is "
                 "correct, so a zero difference cannot tell no effect from a task too easy to "
-                "show one."
+                f"show one{scope}."
             )
         ends = [o for o in present if o.condition in ("B", "E")]
         if ends and not any(o.status == "correct" for o in ends):
             notes.append(
                 "Floor: no response at an end position (B or E) is correct in either "
                 "similarity condition, so the middle loss cannot be positive and a zero "
-                "difference proves nothing."
+                f"difference proves nothing{scope}."
             )
+    failed = Counter(o.kind for o in inp.outcomes if o.status == "protocol_failure")
+    if failed:
+        executed = sum(o.status != "unexecuted" for o in inp.outcomes)
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(failed.items()))
+        notes.append(
+            f"Failures: {sum(failed.values())} of {executed} executed requests are protocol "
+            f"failures ({kinds}); they are listed with their reasons and never scored as wrong."
+        )
     interval = result.get("interval")
     if interval and interval["degenerate"]:
         notes.append(
