@@ -98,3 +98,15 @@ def test_failed_cell_stops_and_keeps_the_partial_notebook(
     kept = tmp_path / "ev" / "20260101-t" / "01-design.ipynb"
     assert kept.exists() and "before" in kept.read_text()
     assert not (tmp_path / "ev" / "20260101-t" / "02-freeze.ipynb").exists()
+
+
+def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
+    a = _notebook(tmp_path / "a.ipynb", ["x = 1"])
+    b = _notebook(tmp_path / "b.ipynb", ["y = 2"])
+    pages = [pipeline.render_html(a).read_text(), pipeline.render_html(b).read_text()]
+    sheets = sorted(tmp_path.glob("notebook-*.css"))
+    assert len(sheets) == 1 and sheets[0].stat().st_size > 10_000
+    for page in pages:
+        head = page[: page.index("</head>")]
+        assert f'<link rel="stylesheet" href="{sheets[0].name}">' in head
+        assert '<style type="text/css">' not in head

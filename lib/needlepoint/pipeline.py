@@ -74,14 +74,34 @@ def plan_parameters(
     return [(nb, {k: v for k, v in overrides.items() if k in declared[nb]}) for nb in notebooks]
 
 
+_HEAD_STYLE = re.compile(r'<style type="text/css">\n(.*?)</style>\n?', re.S)
+
+
 def render_html(notebook: Path) -> Path:
-    """An HTML rendering beside the executed notebook, for readers without Jupyter."""
+    """An HTML rendering beside the executed notebook, for readers without Jupyter.
+
+    The template's stylesheet (about 270 KB) is written once per evidence folder, named by its
+    SHA-256, and linked, instead of being copied into every page.
+    """
     import nbformat
     from nbconvert import HTMLExporter
 
+    from needlepoint.jsonio import sha256_hex
+
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    cut = body.find("</head>")
+    head, rest = (body[:cut], body[cut:]) if cut >= 0 else ("", body)
+    css = "".join(m.group(1) for m in _HEAD_STYLE.finditer(head))
+    if css:
+        sheet = notebook.parent / f"notebook-{sha256_hex(css.encode('utf-8'))[:16]}.css"
+        if not sheet.exists():
+            sheet.write_text(css, encoding="utf-8")
+        link = f'<link rel="stylesheet" href="{sheet.name}">\n'
+        parts = _HEAD_STYLE.split(head)
+        # split() alternates text and captured CSS: keep the text, one link for all the CSS
+        head = parts[0] + link + "".join(parts[2::2])
     out = notebook.with_suffix(".html")
-    out.write_text(body, encoding="utf-8")
+    out.write_text(head + rest, encoding="utf-8")
     return out
 
 
