@@ -109,4 +109,5 @@ def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
     for page in pages:
         head = page[: page.index("</head>")]
         assert f'<link rel="stylesheet" href="{sheets[0].name}">' in head
-        assert '<style type="text/css">' not in head
+        assert "<style" not in head and '<script type="module">' not in head
+    assert len(sorted(tmp_path.glob("notebook-*.mjs"))) == 1

@@ -74,34 +74,53 @@ def plan_parameters(
     return [(nb, {k: v for k, v in overrides.items() if k in declared[nb]}) for nb in notebooks]
 
 
-_HEAD_STYLE = re.compile(r'<style type="text/css">\n(.*?)</style>\n?', re.S)
+# Inline assets of the nbconvert template's <head>: identical on every page.
+_HEAD_ASSETS = (
+    (
+        re.compile(r"<style[^>]*>\n?(.*?)</style>\n?", re.S),
+        "css",
+        '<link rel="stylesheet" href="{}">',
+    ),
+    (
+        re.compile(r'<script type="module">\n?(.*?)</script>\n?', re.S),
+        "mjs",
+        '<script type="module" src="{}"></script>',
+    ),
+)
+
+
+def _externalise(head: str, folder: Path) -> str:
+    """Move the head's inline styles and module scripts to files named by their SHA-256."""
+    from needlepoint.jsonio import sha256_hex
+
+    for pattern, suffix, tag in _HEAD_ASSETS:
+        parts = pattern.split(head)
+        content = "".join(parts[1::2])
+        if not content:
+            continue
+        asset = folder / f"notebook-{sha256_hex(content.encode('utf-8'))[:16]}.{suffix}"
+        if not asset.exists():
+            asset.write_text(content, encoding="utf-8")
+        # split() alternates text and captured content: keep the text, one link in place of all
+        head = parts[0] + tag.format(asset.name) + "\n" + "".join(parts[2::2])
+    return head
 
 
 def render_html(notebook: Path) -> Path:
     """An HTML rendering beside the executed notebook, for readers without Jupyter.
 
-    The template's stylesheet (about 270 KB) is written once per evidence folder, named by its
-    SHA-256, and linked, instead of being copied into every page.
+    The template's stylesheet and scripts (about 290 KB) are written once per evidence folder,
+    named by their SHA-256, and linked, instead of being copied into every page.
     """
     import nbformat
     from nbconvert import HTMLExporter
 
-    from needlepoint.jsonio import sha256_hex
-
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
     cut = body.find("</head>")
-    head, rest = (body[:cut], body[cut:]) if cut >= 0 else ("", body)
-    css = "".join(m.group(1) for m in _HEAD_STYLE.finditer(head))
-    if css:
-        sheet = notebook.parent / f"notebook-{sha256_hex(css.encode('utf-8'))[:16]}.css"
-        if not sheet.exists():
-            sheet.write_text(css, encoding="utf-8")
-        link = f'<link rel="stylesheet" href="{sheet.name}">\n'
-        parts = _HEAD_STYLE.split(head)
-        # split() alternates text and captured CSS: keep the text, one link for all the CSS
-        head = parts[0] + link + "".join(parts[2::2])
+    if cut >= 0:
+        body = _externalise(body[:cut], notebook.parent) + body[cut:]
     out = notebook.with_suffix(".html")
-    out.write_text(head + rest, encoding="utf-8")
+    out.write_text(body, encoding="utf-8")
     return out
 
 
