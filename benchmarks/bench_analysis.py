@@ -8,8 +8,8 @@
 3. Monte Carlo, 10,000 resamples over 1,000 cases, against ``scipy.stats.bootstrap`` with the
    same generator seed; the two bootstrap distributions are checked to be identical.
 4. The default power grid (8, 16, 32 cases × 13 effects × 1,000 runs); baseline: the same
-   decisions made one run at a time by ``needlepoint.analysis.decide``, timed on a sample and
-   scaled to the grid.
+   decisions made one run at a time by ``needlepoint.analysis.primary.decide``, timed on a sample
+   and scaled to the grid.
 
 Medians over ``--repeats``; absolute seconds depend on how busy the machine is, ratios less so.
 
@@ -30,15 +30,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from results_factory import make_rows, middle_loss, write_csv
 from scipy import stats
+from support.results import make_rows, middle_loss, write_csv
 
-from needlepoint.analysis import decide
-from needlepoint.bootstrap import percentile_interval
-from needlepoint.freeze import load_prepared, prepare
-from needlepoint.power import design_index, power_grid, simulate_runs
-from needlepoint.protocol import reference_protocol
-from needlepoint.report import analyze_results
+from needlepoint.analysis.bootstrap import percentile_interval
+from needlepoint.analysis.document import analyze_results
+from needlepoint.analysis.power import design_index, power_grid, simulate_runs
+from needlepoint.analysis.primary import decide
+from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import load_prepared
+from needlepoint.design.protocol import reference_protocol
 
 SEED = 20260930
 
@@ -78,8 +79,8 @@ def bench_analysis(tmp: Path, repeats: int) -> None:
     full = median_time(lambda: analyze_results(csv_path, prepared_dir, tmp / "out"), repeats)
     cpu = median_cpu(lambda: analyze_results(csv_path, prepared_dir, tmp / "out"), repeats)
 
-    from needlepoint.analysis_input import from_results_csv
-    from needlepoint.report import analyze
+    from needlepoint.analysis.document import analyze
+    from needlepoint.analysis.inputs import from_results_csv
 
     bare = median_time(
         lambda: analyze(from_results_csv(csv_path, prepared_dir), tmp / "bare", figures=False),

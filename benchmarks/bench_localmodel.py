@@ -24,8 +24,8 @@ from pathlib import Path
 
 import httpx
 
-from needlepoint.freeze import load_prepared
-from needlepoint.localmodel import served_model
+from needlepoint.design.prepared import load_prepared
+from needlepoint.local.model import served_model
 
 PERF = re.compile(r"(prompt eval|\beval) time =\s+([\d.]+) ms /\s+(\d+) (?:tokens|runs)")
 

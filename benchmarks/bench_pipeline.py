@@ -16,15 +16,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from needlepoint import design_views as dv
-from needlepoint.audit import audit_prepared
+from needlepoint.analysis.document import analyze_run
+from needlepoint.analysis.power import power_report
 from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
-from needlepoint.freeze import load_prepared, prepare, verify_prepared
-from needlepoint.pipeline import NOTEBOOKS, run_pipeline
-from needlepoint.power import power_report
-from needlepoint.report import analyze_run
-from needlepoint.results import journal_summary, write_results
-from needlepoint.runmodes import run_step
+from needlepoint.design import views as dv
+from needlepoint.design.audit import audit_prepared
+from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import load_prepared
+from needlepoint.design.verify import verify_prepared
+from needlepoint.notebook.pipeline import NOTEBOOKS, run_pipeline
+from needlepoint.run.modes import run_step
+from needlepoint.run.results import journal_summary, write_results
 
 
 def _direct(root: Path) -> dict[str, float]:

@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from needlepoint.audit import audit_prepared
-from needlepoint.freeze import prepare, verify_prepared
+from needlepoint.design.audit import audit_prepared
+from needlepoint.design.freeze import prepare
+from needlepoint.design.verify import verify_prepared
 from needlepoint.jsonio import file_sha256
 
 SCALED = {"version": 99, "cases": 64, "lengths": [60, 240, 960, 2400]}

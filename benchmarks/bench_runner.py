@@ -23,8 +23,12 @@ from pathlib import Path
 
 import httpx
 
-from needlepoint.freeze import load_prepared, prepare
-from needlepoint.runner import run_protocol
+from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import load_prepared
+from needlepoint.run.loop import run_protocol
+
+# The loopback test server lives with the tests; it runs as a script in its own process.
+LOOPBACK = Path(__file__).resolve().parent.parent / "tests" / "support" / "loopback.py"
 
 KEY_ENV = "NEEDLEPOINT_BENCH_KEY"
 
@@ -79,7 +83,7 @@ def main() -> None:
         }
         # The server runs in its own process, so it does not compete with the client for the GIL.
         server = subprocess.Popen(
-            [sys.executable, "-m", "needlepoint.loopback", str(folder)],
+            [sys.executable, str(LOOPBACK), str(folder)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from needlepoint.freeze import prepare
+from needlepoint.design.freeze import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """Allow `python -m needlepoint`."""
 
-from needlepoint.cli import main
+from needlepoint.cli.app import main
 
 raise SystemExit(main())

@@ -1,0 +1,168 @@
+"""Run the whole analysis on one run and write analysis.json, summary.md and the figures.
+
+The output depends only on the prepared folder and the run's rows: no dates, durations or
+absolute paths, so re-running it gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import needlepoint
+from needlepoint.analysis.inputs import AnalysisInput, from_results_csv, from_run
+from needlepoint.analysis.primary import SIMULATION_BANNER, primary
+from needlepoint.analysis.secondary import secondary
+from needlepoint.jsonio import write_bytes_atomic
+
+ANALYSIS_FORMAT = "needlepoint-analysis"
+ANALYSIS_VERSION = 1
+FIGURES = {
+    "accuracy": "accuracy_by_position.png",
+    "forest": "forest_difference.png",
+    "bootstrap": "bootstrap_distribution.png",
+    "completeness": "completeness.png",
+}
+TABLES = ("cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One run's analysis: the analysis.json document plus where its files were written."""
+
+    document: dict[str, Any]
+    out_dir: Path | None
+
+    @property
+    def decision(self) -> str:
+        return str(self.document["primary"]["decision"])
+
+    @property
+    def reason(self) -> str:
+        return str(self.document["primary"]["reason"])
+
+    @property
+    def simulation(self) -> bool:
+        return bool(self.document["simulation"])
+
+    def figures(self) -> dict[str, Path]:
+        """Figure name -> PNG path (empty when nothing was written)."""
+        if self.out_dir is None:
+            return {}
+        return {k: self.out_dir / v for k, v in FIGURES.items()}
+
+    def table(self, name: str) -> Any:
+        """One table as a pandas DataFrame, for notebooks: one of TABLES."""
+        import pandas as pd
+
+        doc = self.document
+        rows = {
+            "cases": [
+                {"case": c["case"]}
+                | {f"difference_{r['length']}": r["difference"] for r in c["lengths"]}
+                | {"difference": c["difference"]}
+                for c in doc["primary"]["cases"]
+            ],
+            "exploratory": doc["exploratory"],
+            "exclusions": doc["exclusions"],
+            "accuracy": doc["secondary"]["accuracy"],
+            "refusal": doc["secondary"]["refusal"],
+            "errors": [
+                {k: v for k, v in r.items() if k != "kinds"} | r["kinds"]
+                for r in doc["secondary"]["errors"]
+            ],
+            "failures": doc["secondary"]["protocol_failures"],
+        }
+        if name not in rows:
+            raise KeyError(f"unknown table {name!r}; choose one of {TABLES}")
+        return pd.DataFrame(rows[name])
+
+
+def build_document(inp: AnalysisInput) -> dict[str, Any]:
+    """The versioned analysis.json content for one validated run."""
+    result = primary(inp)
+    proto = inp.protocol
+    return {
+        "format": ANALYSIS_FORMAT,
+        "version": ANALYSIS_VERSION,
+        "package_version": needlepoint.__version__,
+        "simulation": inp.simulation,
+        "label": SIMULATION_BANNER if inp.simulation else None,
+        "protocol": {
+            "id": proto.get("protocol_id"),
+            "version": proto.get("version"),
+            "fingerprint": inp.fingerprint,
+        },
+        "run": {"journal_sha256": inp.journal_sha256, "source": inp.source},
+        "parameters": dict(proto["analysis"]),
+        "completeness": {
+            k: result.pop(k)
+            for k in ("blocks_complete", "blocks_planned", "pairs_complete", "pairs_planned")
+        }
+        | {"incomplete_cases": result.pop("incomplete_cases")},
+        "exploratory": result.pop("exploratory"),
+        "exclusions": result.pop("exclusions"),
+        "caveats": result.pop("caveats"),
+        "primary": result,
+        "secondary": secondary(inp.outcomes),
+        "figures": dict(FIGURES),
+    }
+
+
+def document_bytes(doc: dict[str, Any]) -> bytes:
+    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same analysis."""
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def write_figures(doc: dict[str, Any], inp: AnalysisInput, out: Path) -> None:
+    """Draw the four analysis figures into ``out``."""
+    from needlepoint.analysis import plots
+
+    sim = inp.simulation
+    plots.accuracy_heatmap(doc["secondary"]["accuracy"], out / FIGURES["accuracy"], sim)
+    plots.forest_plot(doc["primary"], out / FIGURES["forest"], sim)
+    plots.bootstrap_plot(doc["primary"], out / FIGURES["bootstrap"], sim)
+    plots.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
+
+
+def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True) -> Analysis:
+    """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures."""
+    from needlepoint.analysis.summary import summary_markdown
+
+    doc = build_document(inp)
+    if out_dir is None:
+        return Analysis(doc, None)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if figures:
+        write_figures(doc, inp, out)
+    else:
+        doc["figures"] = {}
+    write_bytes_atomic(out / "analysis.json", document_bytes(doc))
+    write_bytes_atomic(out / "summary.md", summary_markdown(doc).encode("utf-8"))
+    return Analysis(doc, out)
+
+
+def analyze_run(
+    run_dir: str | Path,
+    out_dir: str | Path | None = None,
+    prepared_dir: str | Path | None = None,
+    figures: bool = True,
+) -> Analysis:
+    """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
+    target = Path(run_dir) / "analysis" if out_dir is None else out_dir
+    return analyze(from_run(run_dir, prepared_dir), target, figures)
+
+
+def analyze_results(
+    results_csv: str | Path,
+    prepared_dir: str | Path,
+    out_dir: str | Path | None = None,
+    figures: bool = True,
+) -> Analysis:
+    """Analyse a results table made elsewhere; default output ``analysis`` beside the table."""
+    target = Path(results_csv).parent / "analysis" if out_dir is None else out_dir
+    return analyze(from_results_csv(results_csv, prepared_dir), target, figures)

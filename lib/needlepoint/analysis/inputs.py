@@ -1,0 +1,291 @@
+"""Read and validate the results table the analysis runs on, and refuse anything it must not pool.
+
+Every row is checked against the prepared plan it claims to come from: plan columns and request
+hash must match, status and kind must be a documented pair, valid responses must re-score to the
+recorded status, and numbers are either empty (unknown) or well-formed. A problem is one line
+naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from needlepoint.design.prepared import PLAN_COLUMNS, Prepared, load_prepared
+from needlepoint.design.verify import verify_prepared
+from needlepoint.errors import NeedlepointError
+from needlepoint.run.results import RESULT_COLUMNS
+from needlepoint.run.scoring import (
+    CORRECT,
+    ERROR,
+    ERROR_KINDS,
+    PROTOCOL_FAILURE,
+    PROTOCOL_FAILURE_KINDS,
+    STATUSES,
+    UNEXECUTED,
+    java_trim,
+    score_text,
+)
+
+_INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens")
+_FLOAT_FIELDS = ("latency_s", "cost")
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One validated results row; ``None`` in a number field means unknown, never zero."""
+
+    seq: int
+    block: int
+    pair: int
+    case: str
+    length: int
+    similarity: str
+    condition: str
+    order: str
+    status: str
+    kind: str
+    http_status: int | None
+    latency_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+
+    @property
+    def valid(self) -> bool:
+        """Protocol-valid: a scored answer, right or wrong."""
+        return self.status in (CORRECT, ERROR)
+
+    @property
+    def category(self) -> str:
+        """valid, protocol_failure, indeterminate or unexecuted."""
+        if self.valid:
+            return "valid"
+        if self.status == PROTOCOL_FAILURE and self.kind.startswith("indeterminate"):
+            return "indeterminate"
+        return self.status
+
+
+@dataclass(frozen=True)
+class AnalysisInput:
+    """Everything the analysis needs: the frozen protocol, its fingerprint and one run's rows."""
+
+    protocol: dict[str, Any]
+    fingerprint: str
+    outcomes: tuple[Outcome, ...]
+    simulation: bool
+    journal_sha256: str | None
+    source: str
+
+
+def _parse_number(text: str, kind: type, where: str, field: str) -> Any:
+    if text == "":
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        raise NeedlepointError(f"{where}: field {field}: not a number: {text!r}") from None
+    if (kind is float and not math.isfinite(value)) or value < 0:
+        raise NeedlepointError(f"{where}: field {field}: must be finite and >= 0, got {text!r}")
+    return value
+
+
+def _check_status(row: Mapping[str, str], answer: Mapping[str, Any], unknown: str, where: str):
+    status, kind = row["status"], row["kind"]
+    if status not in STATUSES:
+        raise NeedlepointError(f"{where}: field status: {status!r} is not one of {STATUSES}")
+    allowed = {ERROR: ERROR_KINDS, PROTOCOL_FAILURE: PROTOCOL_FAILURE_KINDS}.get(status, ("",))
+    if kind not in allowed:
+        raise NeedlepointError(f"{where}: field kind: {kind!r} is not allowed with status {status}")
+    if status == UNEXECUTED and any(row[f] for f in ("response_text", *_INT_FIELDS, "latency_s")):
+        raise NeedlepointError(f"{where}: field status: unexecuted but a response is recorded")
+    if status in (CORRECT, ERROR):
+        # The table may come from elsewhere: a valid answer must score as recorded.
+        scored = score_text(java_trim(row["response_text"]), answer, unknown)
+        if scored != (status, kind):
+            raise NeedlepointError(
+                f"{where}: field status: recorded {status}/{kind or '-'} but the response "
+                f"text scores as {scored[0]}/{scored[1] or '-'}"
+            )
+
+
+def validate_rows(
+    rows: Sequence[tuple[int, Mapping[str, str]]], prepared: Prepared, name: str
+) -> tuple[tuple[Outcome, ...], bool, str | None]:
+    """Check ``(line, row)`` pairs against the prepared plan; return outcomes in seq order."""
+    plan = {p.seq: p for p in prepared.plan}
+    unknown = prepared.protocol.get("unknown", "UNKNOWN")
+    seen: dict[int, int] = {}
+    outcomes: list[Outcome] = []
+    first: tuple[int, str, str] | None = None
+    for line, row in rows:
+        where = f"{name}:{line}"
+        missing = [c for c in RESULT_COLUMNS if row.get(c) is None]
+        if missing:
+            raise NeedlepointError(f"{where}: field {missing[0]}: missing")
+        try:
+            seq = int(row["seq"])
+        except ValueError:
+            raise NeedlepointError(f"{where}: field seq: not an integer: {row['seq']!r}") from None
+        if seq not in plan:
+            raise NeedlepointError(f"{where}: field seq: {seq} is not in the prepared plan")
+        if seq in seen:
+            raise NeedlepointError(f"{where}: field seq: {seq} repeats line {seen[seq]}")
+        seen[seq] = line
+        planned = plan[seq]
+        for col in PLAN_COLUMNS[1:]:
+            if row[col] != str(getattr(planned, col)):
+                raise NeedlepointError(
+                    f"{where}: field {col}: {row[col]!r} does not match the prepared plan "
+                    f"({getattr(planned, col)!r}); wrong prepared folder or another protocol?"
+                )
+        if row["simulation"] not in ("true", "false"):
+            raise NeedlepointError(f"{where}: field simulation: must be true or false")
+        journal = row["journal_sha256"]
+        if journal and (len(journal) != 64 or not set(journal) <= _HEX):
+            raise NeedlepointError(f"{where}: field journal_sha256: not a SHA-256 hex digest")
+        if first is None:
+            first = (line, row["simulation"], journal)
+        elif row["simulation"] != first[1]:
+            raise NeedlepointError(
+                f"{where}: field simulation: {row['simulation']} but line {first[0]} says "
+                f"{first[1]}; simulated and live rows are never pooled"
+            )
+        elif journal != first[2]:
+            raise NeedlepointError(
+                f"{where}: field journal_sha256: differs from line {first[0]}; rows of "
+                "different runs are never pooled"
+            )
+        _check_status(row, prepared.answer_key[seq], unknown, where)
+        numbers = {f: _parse_number(row[f], int, where, f) for f in _INT_FIELDS}
+        numbers |= {f: _parse_number(row[f], float, where, f) for f in _FLOAT_FIELDS}
+        outcomes.append(
+            Outcome(
+                seq=seq,
+                block=planned.block,
+                pair=planned.pair,
+                case=planned.case,
+                length=planned.length,
+                similarity=planned.similarity,
+                condition=planned.condition,
+                order=planned.order,
+                status=row["status"],
+                kind=row["kind"],
+                **numbers,
+            )
+        )
+    absent = sorted(set(plan) - set(seen))
+    if absent:
+        raise NeedlepointError(
+            f"{name}: field seq: planned seq {absent[0]} has no row ({len(absent)} missing); "
+            "unexecuted requests must be listed as unexecuted"
+        )
+    if first is None:
+        raise NeedlepointError(f"{name}: no rows")
+    outcomes.sort(key=lambda o: o.seq)
+    return tuple(outcomes), first[1] == "true", first[2] or None
+
+
+def read_results_csv(path: str | Path) -> list[tuple[int, dict[str, str]]]:
+    """Rows of a results CSV with the line each starts on; the header must hold every column."""
+    p = Path(path)
+    try:
+        fh = p.open(encoding="utf-8", newline="")
+    except FileNotFoundError:
+        raise NeedlepointError(f"{p}: file not found") from None
+    with fh:
+        try:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                raise NeedlepointError(f"{p}:1: empty file, expected a header row")
+            missing = [c for c in RESULT_COLUMNS if c not in header]
+            if missing:
+                raise NeedlepointError(f"{p}:1: field {missing[0]}: missing column")
+            extra = [c for c in header if c not in RESULT_COLUMNS] or (
+                [c for c in header if header.count(c) > 1]
+            )
+            if extra:
+                raise NeedlepointError(f"{p}:1: field {extra[0]}: unexpected or repeated column")
+            rows = []
+            start = reader.line_num + 1
+            for values in reader:
+                if len(values) != len(header):
+                    raise NeedlepointError(
+                        f"{p}:{start}: field {header[min(len(values), len(header) - 1)]}: row "
+                        f"has {len(values)} fields, header has {len(header)}"
+                    )
+                rows.append((start, dict(zip(header, values, strict=True))))
+                start = reader.line_num + 1
+        except UnicodeDecodeError as exc:
+            raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason})") from None
+        except csv.Error as exc:
+            raise NeedlepointError(f"{p}:{reader.line_num}: malformed CSV ({exc})") from None
+    return rows
+
+
+def _verified(prepared_dir: str | Path) -> Prepared:
+    report = verify_prepared(prepared_dir)
+    if not report.ok:
+        raise NeedlepointError(
+            f"{prepared_dir}: prepared folder fails verify: {report.problems[0]}"
+        )
+    return load_prepared(prepared_dir)
+
+
+def from_results_csv(csv_path: str | Path, prepared_dir: str | Path) -> AnalysisInput:
+    """A results table made elsewhere, checked row by row against a verified prepared folder."""
+    prepared = _verified(prepared_dir)
+    outcomes, simulation, journal = validate_rows(
+        read_results_csv(csv_path), prepared, str(csv_path)
+    )
+    return AnalysisInput(
+        prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, "results table"
+    )
+
+
+def from_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> AnalysisInput:
+    """A run folder, re-derived from its journal so that an edited results.csv is refused."""
+    from needlepoint.run.results import load_run_results
+
+    run = load_run_results(run_dir, prepared_dir)
+    prepared = _verified(run.prepared_dir)
+    if prepared.fingerprint != run.prepared_fingerprint:
+        raise NeedlepointError(
+            f"{run_dir}: run was made from prepared fingerprint {run.prepared_fingerprint[:12]}, "
+            f"but {run.prepared_dir.name} has {prepared.fingerprint[:12]}"
+        )
+    numbered = [(i + 2, row) for i, row in enumerate(run.rows)]
+    name = f"{Path(run_dir).name}/results (re-derived from the journal)"
+    outcomes, simulation, journal = validate_rows(numbered, prepared, name)
+    if simulation != run.simulation or (journal or "") != run.journal_sha256:
+        raise NeedlepointError(f"{run_dir}: run record and its rows disagree on simulation/journal")
+    return AnalysisInput(
+        prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, "run journal"
+    )
+
+
+def refuse_pooling(inputs: Sequence[AnalysisInput], names: Sequence[str]) -> None:
+    """The preregistered analysis covers one run; say precisely why several cannot be pooled."""
+    if len(inputs) < 2:
+        return
+    base = inputs[0]
+    for inp, name in zip(inputs[1:], names[1:], strict=True):
+        if inp.fingerprint != base.fingerprint:
+            raise NeedlepointError(
+                f"{name}: protocol fingerprint {inp.fingerprint[:12]} differs from {names[0]} "
+                f"({base.fingerprint[:12]}); runs of different protocols are never pooled"
+            )
+        if inp.simulation != base.simulation:
+            raise NeedlepointError(
+                f"{name}: simulated and live runs are never pooled ({names[0]} is "
+                f"{'simulated' if base.simulation else 'live'})"
+            )
+    raise NeedlepointError(
+        f"{names[1]}: the preregistered analysis covers one run; analyse each run on its own"
+    )

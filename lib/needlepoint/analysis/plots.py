@@ -1,0 +1,347 @@
+"""The analysis figures as PNG files: readable labels, counts on the cells, byte-for-byte stable.
+
+Figures are drawn on a bare ``matplotlib.figure.Figure`` (Agg), never through pyplot, so they
+touch no global figure registry and need no closing; the default style is applied for each one
+so a notebook's rcParams cannot change the bytes, and the PNG metadata carries no version.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from needlepoint.analysis.primary import SIMULATION_BANNER
+
+STATUS_COLOURS = {
+    "correct": "#1a9850",
+    "error": "#a6d96a",
+    "protocol_failure": "#d73027",
+    "indeterminate": "#fdae61",
+    "unexecuted": "#bdbdbd",
+}
+STATUS_LABELS = {
+    "correct": "valid: correct",
+    "error": "valid: wrong",
+    "protocol_failure": "failed",
+    "indeterminate": "indeterminate",
+    "unexecuted": "unexecuted",
+}
+
+
+@contextmanager
+def _figure(
+    size: tuple[float, float],
+    margins: tuple[float, float, float, float],
+    title: str,
+    simulation: bool,
+    path: str | Path,
+):
+    """Yield a fresh Figure in the default style, title it, then save it as a stable PNG.
+
+    ``margins`` are (left, right, top, bottom) in inches around the axes area. Fixed margins
+    instead of a layout engine: the figures look the same for every run, and drawing them does
+    not need a second measuring pass over every label.
+    """
+    import matplotlib.style
+    from matplotlib.figure import Figure
+
+    width, height = size
+    left, right, top, bottom = margins
+    top += 0.3 if simulation else 0.0  # room for the banner line
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(width, height + (0.3 if simulation else 0.0)), dpi=100)
+        h = fig.get_figheight()
+        fig.subplots_adjust(
+            left=left / width, right=1 - right / width, top=1 - top / h, bottom=bottom / h
+        )
+        yield fig
+        text = f"{SIMULATION_BANNER}\n{title}" if simulation else title
+        fig.suptitle(
+            text,
+            y=1 - 0.08 / h,
+            va="top",
+            fontweight="bold",
+            color="#b2182b" if simulation else "black",
+        )
+        # No "Software" entry: the bytes must not change with the matplotlib version string.
+        fig.savefig(
+            path, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
+        )
+    fig.clear()
+
+
+def accuracy_heatmap(
+    cells: Sequence[dict[str, Any]], path: str | Path, simulation: bool = False
+) -> Path:
+    """Accuracy by position × length, one panel per similarity, with n on every cell."""
+    import numpy as np
+
+    sims = list(dict.fromkeys(c["similarity"] for c in cells))
+    lengths = sorted({c["length"] for c in cells})
+    conds = list(dict.fromkeys(c["condition"] for c in cells))
+    title = "Exact-correct rate by position and background length"
+    size = (1.6 + 3.2 * len(sims) + 1.1, 1.5 + 0.85 * len(conds))
+    with _figure(size, (1.5, 1.3, 0.75, 0.75), title, simulation, path) as fig:
+        fig.subplots_adjust(wspace=0.08)
+        axes = fig.subplots(1, len(sims), squeeze=False, sharey=True)[0]
+        image = None
+        for ax, sim in zip(axes, sims, strict=True):
+            grid = np.full((len(conds), len(lengths)), np.nan)
+            for c in cells:
+                if c["similarity"] == sim and c["accuracy"] is not None:
+                    grid[conds.index(c["condition"]), lengths.index(c["length"])] = c["accuracy"]
+            image = ax.imshow(
+                np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto"
+            )
+            for c in (c for c in cells if c["similarity"] == sim):
+                i, j = conds.index(c["condition"]), lengths.index(c["length"])
+                text = (
+                    f"{c['correct']}/{c['valid']}\n{100 * c['accuracy']:.0f}%"
+                    if c["valid"]
+                    else "no valid\nresponse"
+                )
+                if c["not_valid"]:
+                    text += f"\n+{c['not_valid']} not valid"
+                dark = c["accuracy"] is not None and c["accuracy"] > 0.55
+                ax.text(
+                    j,
+                    i,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="black" if dark else "white" if c["valid"] else "black",
+                )
+            ax.set_xticks(range(len(lengths)), [f"{n} records" for n in lengths])
+            ax.set_yticks(range(len(conds)), [_condition_label(c) for c in conds])
+            ax.set_title(f"{sim} similarity")
+            ax.set_xlabel("background length")
+        if image is not None:
+            right = axes[-1].get_position()
+            cax = fig.add_axes(
+                (right.x1 + 0.25 / fig.get_figwidth(), right.y0, 0.015, right.height)
+            )
+            fig.colorbar(image, cax=cax, label="correct / valid")
+    return Path(path)
+
+
+def _condition_label(c: str) -> str:
+    return {"B": "B (beginning)", "M": "M (middle)", "E": "E (end)", "A": "A (absent)"}.get(c, c)
+
+
+def forest_plot(primary: dict[str, Any], path: str | Path, simulation: bool = False) -> Path:
+    """Per-case similarity difference with the overall estimate, interval and threshold."""
+    cases = primary["cases"]
+    title = "Similarity difference in middle loss (high − low), per complete case"
+    rows = len(cases) + 1
+    with _figure((8.5, 1.5 + 0.4 * rows), (1.4, 1.5, 0.55, 0.6), title, simulation, path) as fig:
+        ax = fig.subplots()
+        markers = ["^", "v", "s", "P"]
+        # One scatter per series (not per point): each call builds its own collection.
+        if cases:
+            ax.scatter(
+                [c["difference"] for c in cases],
+                range(len(cases)),
+                color="#2166ac",
+                zorder=3,
+                s=40,
+                label="case mean",
+            )
+            n_len = len(cases[0]["lengths"])
+            for k in range(n_len):
+                ax.scatter(
+                    [c["lengths"][k]["difference"] for c in cases],
+                    [y + 0.22 * (k - (n_len - 1) / 2) for y in range(len(cases))],
+                    marker=markers[k % len(markers)],
+                    facecolors="none",
+                    edgecolors="#4393c3",
+                    s=28,
+                    zorder=2,
+                    label=f"length {cases[0]['lengths'][k]['length']}",
+                )
+        y_all = len(cases)
+        interval = primary.get("interval")
+        if primary.get("estimate") is not None and interval:
+            ax.hlines(y_all, interval["lower"], interval["upper"], color="black", lw=2.5)
+            ax.scatter(primary["estimate"], y_all, marker="D", color="black", s=60, zorder=3)
+            label = f"overall {primary['estimate']:.3f}\n[{interval['lower']:.3f}, "
+            label += f"{interval['upper']:.3f}]"
+        else:
+            label = "overall: not evaluable"
+        ax.axvline(0, color="grey", lw=1)
+        ax.axvline(
+            primary["threshold"],
+            color="#b2182b",
+            ls="--",
+            lw=1.2,
+            label=f"threshold {primary['threshold']:g}",
+        )
+        ax.set_yticks(range(rows), [c["case"] for c in cases] + [label])
+        ax.invert_yaxis()
+        ax.set_xlim(-1.1, 1.1)
+        ax.set_xlabel("difference in middle loss, high − low similarity")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return Path(path)
+
+
+def bootstrap_plot(primary: dict[str, Any], path: str | Path, simulation: bool = False) -> Path:
+    """The bootstrap distribution of the mean difference, with threshold, zero and interval."""
+    interval = primary.get("interval")
+    title = "Case-cluster bootstrap distribution of the difference"
+    with _figure((8.5, 3.8), (0.9, 1.7, 0.8, 0.6), title, simulation, path) as fig:
+        ax = fig.subplots()
+        if interval:
+            values = [d["value"] for d in interval["distribution"]]
+            probs = [d["weight"] / interval["total_weight"] for d in interval["distribution"]]
+            width = min((b - a for a, b in itertools.pairwise(values)), default=0.02)
+            ax.bar(values, probs, width=width * 0.9, color="#4393c3", zorder=2)
+            low = min(values[0], 0.0) - 2 * width
+            ax.set_xlim(low, max(values[-1], primary["threshold"]) + 2 * width)
+            ax.axvspan(
+                interval["lower"],
+                interval["upper"],
+                color="#fddbc7",
+                zorder=0,
+                label=f"{100 * interval['confidence']:g}% interval",
+            )
+            ax.axvline(
+                primary["estimate"],
+                color="black",
+                lw=1.5,
+                label=f"estimate {primary['estimate']:.3f}",
+            )
+            how = f"{interval['method']}, {interval['resamples']:,} "
+            how += (
+                "multisets"
+                if interval["method"] == "exact"
+                else (f"resamples, seed {interval['seed']}")
+            )
+            if interval["degenerate"]:
+                how += "; zero width: every case has the same difference"
+            ax.set_title(how, fontsize=9)
+        else:
+            ax.text(
+                0.5,
+                0.5,
+                f"not evaluable: {primary['reason']}",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                wrap=True,
+            )
+        ax.axvline(0, color="grey", lw=1, label="zero")
+        ax.axvline(
+            primary["threshold"],
+            color="#b2182b",
+            ls="--",
+            lw=1.2,
+            label=f"threshold {primary['threshold']:g}",
+        )
+        ax.set_xlabel("mean difference over resampled cases")
+        ax.set_ylabel("bootstrap probability")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return Path(path)
+
+
+def completeness_grid(outcomes: Sequence[Any], path: str | Path, simulation: bool = False) -> Path:
+    """Every planned request in execution order: one row per block, coloured by outcome."""
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    blocks: dict[int, list[Any]] = {}
+    for o in sorted(outcomes, key=lambda o: o.seq):
+        blocks.setdefault(o.block, []).append(o)
+    rows = [b for _, b in sorted(blocks.items())]
+    width = max(len(b) for b in rows)
+    keys = list(STATUS_COLOURS)
+    grid = np.full((len(rows), width), np.nan)
+    for y, block in enumerate(rows):
+        for x, o in enumerate(block):
+            grid[y, x] = keys.index("indeterminate" if o.category == "indeterminate" else o.status)
+    title = "Completeness in execution order (one row per block)"
+    size = (8.4, 1.1 + 0.22 * len(rows))
+    with _figure(size, (2.9, 1.4, 0.45, 0.6), title, simulation, path) as fig:
+        ax = fig.subplots()
+        # One image instead of a patch per cell: the grid is drawn in a single pass.
+        ax.imshow(
+            np.ma.masked_invalid(grid),
+            cmap=ListedColormap(list(STATUS_COLOURS.values())),
+            vmin=-0.5,
+            vmax=len(keys) - 0.5,
+            aspect="auto",
+            interpolation="nearest",
+        )
+        # Row labels carry the seq range and condition order, so cells need no text of their
+        # own (128 cell labels would triple the drawing time).
+        labels = [
+            f"{b[0].case} {b[0].length} {b[0].similarity}  {b[0].order}  seq {b[0].seq}–{b[-1].seq}"
+            for b in rows
+        ]
+        # Plain texts rather than 32 y ticks: a Tick object costs several artists to build.
+        ax.set_yticks([])
+        for y, label in enumerate(labels):
+            ax.text(-0.6, y, label, ha="right", va="center", fontsize=7, family="monospace")
+        for y, block in enumerate(rows):
+            for x, o in enumerate(block):
+                if o.status in ("error", "protocol_failure"):  # name what went wrong, briefly
+                    ax.text(
+                        x,
+                        y,
+                        f"{o.condition}: {_short(o.kind)}",
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                    )
+        ax.set_xticks(range(width), [f"#{x + 1}" for x in range(width)])
+        # Cell borders as two line collections; minor ticks would build a Tick object per line.
+        ax.hlines(np.arange(len(rows) + 1) - 0.5, -0.5, width - 0.5, color="white", lw=1.5)
+        ax.vlines(np.arange(width + 1) - 0.5, -0.5, len(rows) - 0.5, color="white", lw=1.5)
+        ax.set_xlabel("position within block (its condition: the order on the left)")
+        present = {keys[int(k)] for k in np.unique(grid[~np.isnan(grid)])}
+        ax.legend(
+            handles=[
+                Patch(color=STATUS_COLOURS[k], label=STATUS_LABELS[k]) for k in keys if k in present
+            ],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1),
+            fontsize=7,
+        )
+    return Path(path)
+
+
+def _short(kind: str) -> str:
+    """A cell-sized name for an error or failure kind."""
+    if kind.startswith("code_when_absent:"):
+        return "code on A"
+    if kind.startswith("indeterminate"):
+        return "indeterminate"
+    return {
+        "near_distractor_code": "near-name code",
+        "other_present_code": "other code",
+        "false_unknown": "false UNKNOWN",
+        "http_status": "HTTP status",
+        "model_mismatch": "wrong model",
+    }.get(kind, kind.replace("_", " "))[:18]
+
+
+def power_curve(
+    table: Any, path: str | Path, target: float = 0.8, threshold: float | None = None
+) -> Path:
+    """P(decision = supported) against the added middle loss, one line per number of cases."""
+    title = "Design sensitivity: probability that the decision is 'supported'"
+    with _figure((7.0, 4.2), (0.8, 0.3, 0.5, 0.6), title, False, path) as fig:
+        ax = fig.subplots()
+        for n_cases, group in table.groupby("cases", sort=True):
+            ax.plot(group["effect"], group["power"], marker="o", ms=3, label=f"{n_cases} cases")
+        ax.axhline(target, color="grey", ls=":", lw=1, label=f"{target:.0%}")
+        if threshold is not None:
+            ax.axvline(threshold, color="#b2182b", ls="--", lw=1, label=f"threshold {threshold:g}")
+        ax.set_xlabel("added middle loss under high similarity (true difference)")
+        ax.set_ylabel("P(supported)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8)
+    return Path(path)

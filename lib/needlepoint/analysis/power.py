@@ -1,0 +1,279 @@
+"""Design sensitivity: how often the preregistered decision says "supported" for a given model.
+
+A hypothetical model answers correctly with fixed probabilities at B, M and E (and refuses
+correctly on A); under high similarity its middle accuracy drops by an added middle loss, which
+is then exactly the expected value of the primary metric. Each simulated run goes through the
+real execution order, the runner's stop rule (k consecutive failures end the run), the real
+completeness rules and the real decision, including the bootstrap: exact enumeration (over
+distinct case values, which is the same distribution) up to the protocol's limit, and above it
+the very resamples the analysis would draw from the protocol's seed. Everything is seeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from needlepoint.analysis.bootstrap import as_fraction, integer_sum_weights, tail_probabilities
+from needlepoint.errors import NeedlepointError
+
+CONDITIONS = ("B", "M", "E", "A")
+DEFAULT_EFFECTS = tuple(round(0.05 * i, 2) for i in range(13))
+
+
+def design_index(protocol: dict[str, Any], n_cases: int) -> tuple[np.ndarray, list[Any]]:
+    """Column of each (case, length, similarity, condition) in the real execution order."""
+    from needlepoint.design.order import execution_plan
+
+    slots = execution_plan(dict(protocol, cases=n_cases))
+    lengths, sims = list(protocol["lengths"]), ["low", "high"]
+    index = np.full((n_cases, len(lengths), 2, len(CONDITIONS)), -1, dtype=np.int64)
+    for col, s in enumerate(slots):
+        index[
+            s.case_index,
+            lengths.index(s.length),
+            sims.index(s.similarity),
+            CONDITIONS.index(s.condition),
+        ] = col
+    if (index < 0).any():
+        raise NeedlepointError("power: the execution plan does not cover every cell")
+    return index, list(slots)
+
+
+def simulate_runs(
+    protocol: dict[str, Any],
+    n_cases: int,
+    accuracy: dict[tuple[str, str], float],
+    failure_rate: float,
+    uniforms: tuple[np.ndarray, np.ndarray],
+    stop_after: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-case integer numerators (sum over lengths of twice the difference) and completeness.
+
+    ``accuracy`` maps (similarity, condition) to P(correct); ``uniforms`` are two (runs × slots)
+    arrays of U(0, 1) draws, shared across effect sizes so the power curve is smooth.
+    """
+    index, slots = design_index(protocol, n_cases)
+    p = np.array([accuracy[(s.similarity, s.condition)] for s in slots])
+    u_answer, u_fail = uniforms
+    correct = u_answer < p
+    failed = u_fail < failure_rate
+    valid = ~failed
+    if stop_after > 0 and failure_rate > 0:
+        window = np.lib.stride_tricks.sliding_window_view(failed, stop_after, axis=1).all(-1)
+        stops = window.any(axis=1)
+        last = np.where(stops, window.argmax(axis=1) + stop_after - 1, failed.shape[1])
+        valid &= np.arange(failed.shape[1]) <= last[:, None]  # the rest is never sent
+    v, c = valid[:, index], correct[:, index].astype(np.int64)  # (runs, case, length, sim, cond)
+    complete = v.all(axis=(2, 3, 4))
+    twice_loss = c[..., 0] + c[..., 2] - 2 * c[..., 1]
+    numerators = (twice_loss[..., 1] - twice_loss[..., 0]).sum(axis=2)
+    return numerators, complete
+
+
+def _resample_counts(k: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each case appears in each resample: the analysis's own Monte Carlo draw."""
+    idx = np.random.default_rng(seed).integers(0, k, (resamples, k), dtype=np.uint32)
+    counts = np.zeros((resamples, k), dtype=np.float32)
+    np.add.at(counts, (np.repeat(np.arange(resamples), k), idx.ravel()), 1)
+    return counts
+
+
+def decide_runs(
+    numerators: np.ndarray,
+    complete: np.ndarray,
+    denominator: int,
+    params: dict[str, Any],
+    cache: dict[Any, Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised preregistered decision for many runs: (supported, evaluable) per run."""
+    cache = {} if cache is None else cache
+    threshold = as_fraction(float(params["threshold"]))
+    alpha, _ = tail_probabilities(float(params["confidence"]))
+    exact_max, minimum = int(params["exact_bootstrap_max_cases"]), int(params["min_complete_cases"])
+    k = complete.sum(axis=1)
+    order = np.argsort(~complete, axis=1, kind="stable")  # complete cases first, in case order
+    packed = np.take_along_axis(numerators, order, axis=1)
+    supported = np.zeros(len(k), dtype=bool)
+    for kv in np.unique(k[k >= max(minimum, 1)]):
+        rows = np.flatnonzero(k == kv)
+        vals = packed[rows, :kv]
+        estimate_ok = vals.sum(axis=1) * threshold.denominator >= (
+            threshold.numerator * int(kv) * denominator
+        )
+        # Only runs that pass the threshold need their bootstrap lower bound.
+        rows, vals = rows[estimate_ok], vals[estimate_ok]
+        if rows.size == 0:
+            continue
+        if kv <= exact_max:
+            keys, inverse = np.unique(np.sort(vals, axis=1), axis=0, return_inverse=True)
+            lowest, weights = integer_sum_weights(keys)
+            cut = max(0, min(weights.shape[1], 1 - lowest))  # columns with sum <= 0
+            at_zero = weights[:, :cut].sum(axis=1)[inverse.ravel()]
+            total = int(kv) ** int(kv)
+        else:
+            key = ("mc", int(kv))
+            if key not in cache:
+                cache[key] = _resample_counts(
+                    int(kv), int(params["bootstrap_resamples"]), int(params["bootstrap_seed"])
+                )
+            at_zero = (vals.astype(np.float32) @ cache[key].T <= 0).sum(axis=1)
+            total = int(params["bootstrap_resamples"])
+        # Lower bound Q(alpha) > 0 exactly when P(resample mean <= 0) < alpha; both sides are
+        # integers far below 2**63 (total <= 12**12, alpha's denominator is small).
+        supported[rows] = at_zero.astype(np.int64) * alpha.denominator < alpha.numerator * total
+    return supported, k >= minimum
+
+
+def power_grid(
+    protocol: dict[str, Any] | None = None,
+    cases: Sequence[int] = (8, 16, 32),
+    effects: Sequence[float] | None = None,
+    acc_b: float = 0.95,
+    acc_m: float = 0.9,
+    acc_e: float = 0.95,
+    acc_a: float = 0.95,
+    failure_rate: float = 0.0,
+    simulations: int = 1000,
+    seed: int = 20260930,
+    stop_after: int | None = None,
+) -> Any:
+    """P(decision = supported) over a grid of added middle losses, as a pandas DataFrame."""
+    import pandas as pd
+
+    if protocol is None:
+        from needlepoint.design.protocol import reference_protocol
+
+        protocol = reference_protocol()
+    effects = list(DEFAULT_EFFECTS if effects is None else effects)
+    probs = {
+        "acc_b": acc_b,
+        "acc_m": acc_m,
+        "acc_e": acc_e,
+        "acc_a": acc_a,
+        "failure_rate": failure_rate,
+    }
+    for name, value in probs.items():
+        if not 0 <= value <= 1:
+            raise NeedlepointError(f"power: {name} must lie in [0, 1], got {value}")
+    if any(e < 0 or e > acc_m for e in effects):
+        raise NeedlepointError(f"power: added middle losses must lie in [0, acc_m={acc_m}]")
+    if simulations < 1 or any(n < 1 for n in cases):
+        raise NeedlepointError("power: simulations and cases must be positive")
+    if stop_after is None:
+        stop_after = int(protocol["runner"]["max_consecutive_failures"])
+    params = protocol["analysis"]
+    denominator = 2 * len(protocol["lengths"])
+    rows, cache = [], {}
+    for n in cases:
+        _, slots = design_index(protocol, n)
+        rng = np.random.default_rng([seed, n])
+        uniforms = (rng.random((simulations, len(slots))), rng.random((simulations, len(slots))))
+        for effect in effects:
+            per_condition = dict(zip(CONDITIONS, (acc_b, acc_m, acc_e, acc_a), strict=True))
+            accuracy = {(s, c): a for s in ("low", "high") for c, a in per_condition.items()}
+            accuracy[("high", "M")] = acc_m - effect
+            nums, complete = simulate_runs(
+                protocol, n, accuracy, failure_rate, uniforms, stop_after
+            )
+            supported, evaluable = decide_runs(nums, complete, denominator, params, cache)
+            rows.append(
+                {
+                    "cases": n,
+                    "effect": effect,
+                    "power": float(supported.mean()),
+                    "not_evaluable": float(1 - evaluable.mean()),
+                    "mean_complete_cases": float(complete.sum(axis=1).mean()),
+                    "simulations": simulations,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def detectable_effect(table: Any, target: float = 0.8) -> dict[int, dict[str, float | None]]:
+    """Smallest grid effect with power >= target per case count, and a linear interpolation."""
+    out: dict[int, dict[str, float | None]] = {}
+    for n, group in table.groupby("cases", sort=True):
+        g = group.sort_values("effect")
+        eff, pw = g["effect"].to_list(), g["power"].to_list()
+        hit = next((i for i, p in enumerate(pw) if p >= target), None)
+        if hit is None:
+            out[int(n)] = {"grid": None, "interpolated": None}
+        elif hit == 0:
+            out[int(n)] = {"grid": eff[0], "interpolated": eff[0]}
+        else:
+            frac = (target - pw[hit - 1]) / (pw[hit] - pw[hit - 1])
+            out[int(n)] = {
+                "grid": eff[hit],
+                "interpolated": eff[hit - 1] + frac * (eff[hit] - eff[hit - 1]),
+            }
+    return out
+
+
+def power_report(
+    cases: Sequence[int] = (8, 16, 32),
+    effects: Sequence[float] | None = None,
+    acc_b: float = 0.95,
+    acc_m: float = 0.9,
+    acc_e: float = 0.95,
+    acc_a: float = 0.95,
+    failure_rate: float = 0.0,
+    simulations: int = 1000,
+    seed: int = 20260930,
+    prepared: str | Path | None = None,
+    out: str | Path | None = None,
+) -> list[str]:
+    """The `needlepoint power` output as lines; with ``out`` also power.csv and the curve."""
+    protocol = None
+    if prepared is not None:
+        from needlepoint.design.prepared import load_prepared
+
+        protocol = load_prepared(prepared).protocol
+    if protocol is None:
+        from needlepoint.design.protocol import reference_protocol
+
+        protocol = reference_protocol()
+    table = power_grid(
+        protocol, cases, effects, acc_b, acc_m, acc_e, acc_a, failure_rate, simulations, seed
+    )
+    a, stop = protocol["analysis"], protocol["runner"]["max_consecutive_failures"]
+    lines = [
+        "Design sensitivity (seeded simulation of hypothetical models; not a model result)",
+        f"model: P(correct) B {acc_b:g}, M {acc_m:g}, E {acc_e:g}, A {acc_a:g}; "
+        f"protocol-failure rate {failure_rate:g}; run stops after {stop} consecutive failures",
+        f"decision: difference >= {a['threshold']:g} and {100 * a['confidence']:g}% lower bound "
+        f"> 0, at least {a['min_complete_cases']} complete cases; exact bootstrap up to "
+        f"{a['exact_bootstrap_max_cases']} cases, else {a['bootstrap_resamples']} resamples "
+        f"(seed {a['bootstrap_seed']})",
+        f"{simulations} simulated runs per point, seed {seed}",
+        "",
+        "P(supported) by added middle loss (rows) and number of cases (columns):",
+    ]
+    wide = table.pivot(index="effect", columns="cases", values="power")
+    lines.append("effect  " + "  ".join(f"{n:>6} cases" for n in wide.columns))
+    for effect, row in wide.iterrows():
+        lines.append(f"{effect:6.2f}  " + "  ".join(f"{p:12.3f}" for p in row))
+    lines.append("")
+    for n, d in detectable_effect(table).items():
+        if d["grid"] is None:
+            lines.append(f"{n} cases: 80% power is not reached within the grid")
+        else:
+            lines.append(
+                f"{n} cases: smallest added middle loss detected with >= 80% probability: "
+                f"{d['grid']:.2f} on the grid (about {d['interpolated']:.3f} interpolated)"
+            )
+    if out is not None:
+        from needlepoint.analysis.plots import power_curve
+        from needlepoint.jsonio import write_bytes_atomic
+
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(
+            folder / "power.csv", table.to_csv(index=False, lineterminator="\n").encode()
+        )
+        power_curve(table, folder / "power_curve.png", threshold=float(a["threshold"]))
+        lines.append(f"wrote {folder.name}/power.csv and {folder.name}/power_curve.png")
+    return lines

@@ -1,0 +1,133 @@
+"""`needlepoint analyze` and `needlepoint power`: the command-line face of the analysis.
+
+Heavy imports stay inside the command functions so that `needlepoint --help` stays fast. What
+is printed depends only on the inputs: no durations and no absolute paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from needlepoint.errors import NeedlepointError
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from needlepoint.analysis.document import analyze
+    from needlepoint.analysis.inputs import from_results_csv, from_run, refuse_pooling
+
+    if args.results:
+        if not args.prepared:
+            raise NeedlepointError("--results needs --prepared DIR (the plan it was run from)")
+        if args.run_dirs:
+            raise NeedlepointError("give either RUNDIR or --results FILE.csv, not both")
+        names = list(args.results)
+        inputs = [from_results_csv(f, args.prepared) for f in names]
+        default_out = Path(names[0]).parent / "analysis"
+    else:
+        if not args.run_dirs:
+            raise NeedlepointError("give a RUNDIR, or --results FILE.csv --prepared DIR")
+        names = list(args.run_dirs)
+        inputs = [from_run(d, args.prepared) for d in names]
+        default_out = Path(names[0]) / "analysis"
+    refuse_pooling(inputs, names)
+    out = Path(args.out) if args.out else default_out
+    result = analyze(inputs[0], out, figures=not args.no_figures)
+    doc = result.document
+    if doc["simulation"]:
+        print(doc["label"])
+    p = doc["primary"]
+    print(f"decision: {p['decision']} ({p['reason']})")
+    if p["interval"]:
+        iv = p["interval"]
+        seed = f", seed {iv['seed']}" if iv["seed"] is not None else ""
+        print(
+            f"difference {p['estimate']:.4g} [{iv['lower']:.4g}, {iv['upper']:.4g}] "
+            f"over {p['complete_cases']} complete cases ({iv['method']} bootstrap{seed})"
+        )
+    for caveat in doc["caveats"]:
+        print(f"caveat: {caveat}")
+    where = _shown(out)
+    print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc['figures'])} figures")
+    return 0
+
+
+def _shown(path: Path) -> str:
+    """A path as the user gave it, made relative when absolute, so output has no machine paths."""
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _cmd_power(args: argparse.Namespace) -> int:
+    from needlepoint.analysis.power import power_report
+
+    for line in power_report(
+        cases=args.cases,
+        effects=args.effects,
+        acc_b=args.acc_b,
+        acc_m=args.acc_m,
+        acc_e=args.acc_e,
+        acc_a=args.acc_a,
+        failure_rate=args.failure_rate,
+        simulations=args.simulations,
+        seed=args.seed,
+        prepared=args.prepared,
+        out=args.out,
+    ):
+        print(line)
+    return 0
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a comma-separated list of numbers: {text!r}"
+        ) from None
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a comma-separated list of integers: {text!r}"
+        ) from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the analyze and power sub-commands."""
+    a = sub.add_parser(
+        "analyze",
+        help="the preregistered analysis of one run: analysis.json, summary.md, figures",
+        description="Analyse one run (re-derived from its journal) or one results table.",
+    )
+    a.add_argument("run_dirs", metavar="RUNDIR", nargs="*", help="run folder (exactly one)")
+    a.add_argument("--results", action="append", metavar="FILE.csv", help="results table")
+    a.add_argument("--prepared", metavar="DIR", help="prepared folder (required with --results)")
+    a.add_argument("--out", metavar="DIR", help="output folder (default: RUNDIR/analysis)")
+    a.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    a.set_defaults(func=_cmd_analyze)
+
+    p = sub.add_parser(
+        "power",
+        help="design sensitivity: P(decision = supported) for hypothetical models",
+        description="Simulate the full design with its completeness rules and decision.",
+    )
+    p.add_argument("--cases", type=_ints, default=[8, 16, 32], help="e.g. 8,16,32")
+    p.add_argument("--effects", type=_floats, help="added middle losses, e.g. 0,0.1,0.2")
+    p.add_argument("--acc-b", type=float, default=0.95, help="accuracy at the beginning")
+    p.add_argument("--acc-m", type=float, default=0.9, help="accuracy in the middle (low sim.)")
+    p.add_argument("--acc-e", type=float, default=0.95, help="accuracy at the end")
+    p.add_argument("--acc-a", type=float, default=0.95, help="refusal accuracy on A")
+    p.add_argument("--failure-rate", type=float, default=0.0, help="P(protocol failure)")
+    p.add_argument("--simulations", type=int, default=1000, help="simulated runs per point")
+    p.add_argument("--seed", type=int, default=20260930, help="numpy default_rng seed")
+    p.add_argument("--prepared", metavar="DIR", help="take protocol parameters from here")
+    p.add_argument("--out", metavar="DIR", help="write power.csv and power_curve.png here")
+    p.set_defaults(func=_cmd_power)

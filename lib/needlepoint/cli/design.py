@@ -1,0 +1,65 @@
+"""`needlepoint prepare`, `verify`, `dry-run` and `audit`: the design stage's commands.
+
+Heavy imports stay inside the command functions so that `needlepoint --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _cmd_prepare(args: argparse.Namespace) -> int:
+    from needlepoint.design.freeze import prepare
+
+    out = prepare(args.out, args.protocol)
+    print(f"prepared {out}")
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from needlepoint.design.verify import verify_prepared
+
+    report = verify_prepared(args.dir)
+    for warning in report.warnings:
+        print(f"warning: {warning}")
+    for problem in report.problems:
+        print(f"MISMATCH {problem}")
+    status = "OK" if report.ok else "FAILED"
+    print(
+        f"verify {status}: {report.files_compared} files, {report.bytes_compared} bytes "
+        f"regenerated and compared; {len(report.problems)} problems, "
+        f"{len(report.warnings)} warnings"
+    )
+    return 0 if report.ok else 1
+
+
+def _cmd_dry_run(args: argparse.Namespace) -> int:
+    from needlepoint.design.budget import dry_run_lines
+
+    print("\n".join(dry_run_lines(args.dir)))
+    return 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from needlepoint.design.audit import audit_prepared
+
+    report = audit_prepared(args.dir)
+    print("\n".join(report.lines()))
+    return 0 if report.ok else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add prepare, verify, dry-run and audit."""
+    p = sub.add_parser("prepare", help="write a prepared folder of frozen requests")
+    p.add_argument("--out", required=True, help="a new or empty folder")
+    p.add_argument("--protocol", help="JSON file overriding protocol parameters")
+    p.set_defaults(func=_cmd_prepare)
+    p = sub.add_parser("verify", help="regenerate a prepared folder and compare every byte")
+    p.add_argument("dir")
+    p.set_defaults(func=_cmd_verify)
+    p = sub.add_parser("dry-run", help="print the plan and budget; no network")
+    p.add_argument("dir")
+    p.set_defaults(func=_cmd_dry_run)
+    p = sub.add_parser("audit", help="independently audit a prepared folder from its files")
+    p.add_argument("dir")
+    p.set_defaults(func=_cmd_audit)

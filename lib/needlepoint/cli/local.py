@@ -1,0 +1,132 @@
+"""`needlepoint local-pipeline` and `local-model locate|serve|tokenize-check`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from needlepoint.local.model import (
+    MODELS,
+    SERVER_DISTRIBUTION,
+    SMOLLM2,
+    gguf_sha256,
+    locate_model,
+    locate_server,
+    model_spec,
+    served_model,
+    server_facts,
+    version_of,
+    wheel_recorded_sha256,
+)
+
+
+def _cmd_locate(args: argparse.Namespace) -> int:
+    spec = model_spec(args.model)
+    version = locate_server()
+    path = locate_model(spec)
+    sha = gguf_sha256(path)
+    recorded = wheel_recorded_sha256(spec)
+    print(f"server: {SERVER_DISTRIBUTION} {version}")
+    print(f"model: {spec.distribution} {version_of(spec.distribution)} -> {path}")
+    print(f"gguf sha256: {sha} ({'matches' if recorded == sha else 'DIFFERS FROM'} wheel RECORD)")
+    print(f"alias: {spec.alias}  window: {spec.window} tokens")
+    return 0 if recorded in (None, sha) else 2
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    with served_model(args.model, n_ctx=args.n_ctx, port=args.port, log_path=args.log) as server:
+        facts = server_facts(server)
+        if args.facts_out:
+            from needlepoint.jsonio import canonical_bytes, write_bytes_atomic
+
+            write_bytes_atomic(args.facts_out, canonical_bytes(facts) + b"\n")
+        print(json.dumps(facts, ensure_ascii=False, indent=1))
+        print(f"serving {server.alias} at {server.base_url}/v1 (pid {server.pid}, log "
+              f"{server.log_path}); Ctrl-C stops it", flush=True)  # fmt: skip
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopping server", file=sys.stderr)
+    return 0
+
+
+def _cmd_tokenize_check(args: argparse.Namespace) -> int:
+    from needlepoint.local.tokens import check_token_counts
+
+    with served_model(args.model, n_ctx=args.n_ctx, log_path=args.log) as server:
+        report = check_token_counts(args.prepared, server)
+    print(report.summary_line())
+    return 0
+
+
+def _register_model(sub: argparse._SubParsersAction) -> None:
+    """Add `needlepoint local-model locate|serve|tokenize-check`."""
+    top = sub.add_parser("local-model", help="serve a packaged GGUF model offline (llama.cpp)")
+    cmds = top.add_subparsers(dest="local_command", metavar="ACTION")
+    cmds.required = True
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--model", default=SMOLLM2.key, choices=sorted(MODELS))
+
+    def served(p: argparse.ArgumentParser) -> None:
+        common(p)
+        p.add_argument("--n-ctx", type=int, default=None, help="context size (default: window)")
+        p.add_argument("--log", default=None, help="server log file (default: a temp file)")
+
+    p = cmds.add_parser("locate", help="show the server package and the packaged GGUF")
+    common(p)
+    p.set_defaults(func=_cmd_locate)
+    p = cmds.add_parser("serve", help="serve on 127.0.0.1 until Ctrl-C")
+    served(p)
+    p.add_argument("--port", type=int, default=None, help="default: a free port")
+    p.add_argument("--facts-out", default=None, help="write the run-record facts as JSON")
+    p.set_defaults(func=_cmd_serve)
+    p = cmds.add_parser("tokenize-check", help="count every request's prompt tokens")
+    served(p)
+    p.add_argument("prepared", help="prepared folder; token_counts.json is written into it")
+    p.set_defaults(func=_cmd_tokenize_check)
+
+
+def _cmd_local_pipeline(args: argparse.Namespace) -> int:
+    from needlepoint.local.pipeline import run_local_pipeline
+    from needlepoint.notebook.pipeline import PipelineFailed
+
+    try:
+        out = run_local_pipeline(
+            args.label,
+            args.protocol,
+            model=args.model,
+            n_ctx=args.n_ctx,
+            timeout_s=args.timeout_s,
+            evidence_root=args.evidence_root,
+            date=args.date,
+        )
+    except PipelineFailed as exc:
+        print(f"needlepoint local-pipeline: {exc}", file=sys.stderr)
+        return 1
+    print(f"evidence written to {out}/")
+    return 0
+
+
+def _register_pipeline(sub: argparse._SubParsersAction) -> None:
+    """Add the local-pipeline command."""
+    p = sub.add_parser(
+        "local-pipeline", help="serve the packaged model and run every notebook live against it"
+    )
+    p.add_argument("--label", required=True, help="evidence folder label, e.g. local-smollm2")
+    p.add_argument("--protocol", default="protocols/local-smollm2.json")
+    p.add_argument("--model", default="smollm2", help="packaged model key or alias")
+    p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
+    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    p.add_argument("--evidence-root", default="evidence")
+    p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
+    p.set_defaults(func=_cmd_local_pipeline)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add local-pipeline and local-model."""
+    _register_pipeline(sub)
+    _register_model(sub)

@@ -1,0 +1,134 @@
+"""CLI provider for `needlepoint run`, `needlepoint results` and `needlepoint audit-run`.
+
+The flag names are a stable interface: users script them. Heavy imports stay inside the
+command functions so that `needlepoint --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from needlepoint.errors import NeedlepointError
+
+
+def _sim_params(pairs: list[str] | None) -> dict[str, float | int] | None:
+    if not pairs:
+        return None
+    out: dict[str, float | int] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise NeedlepointError(f"--sim-param {pair!r}: expected NAME=VALUE")
+        try:
+            out[name] = int(value) if name == "seed" else float(value)
+        except ValueError:
+            raise NeedlepointError(f"--sim-param {name}: {value!r} is not a number") from None
+    return out
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from needlepoint.run.loop import run_protocol
+
+    summary = run_protocol(
+        args.prepared,
+        args.run_dir,
+        allow=args.allow,
+        progress="off" if args.no_progress else "auto",
+        simulate=args.simulate,
+        sim_params=_sim_params(args.sim_param),
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        min_gap_s=args.min_gap_s,
+        override_reason=args.override_reason,
+        timeout_s=args.timeout_s,
+        input_rate=args.input_rate,
+        output_rate=args.output_rate,
+        cost_cap=args.cost_cap,
+    )
+    for line in summary.lines():
+        print(line)
+    # A stop rule firing is not an error of the command, but scripts should be able to tell.
+    return 0 if summary.stop_reason in ("complete", "allowance_spent") else 3
+
+
+def _cmd_results(args: argparse.Namespace) -> int:
+    from needlepoint.run.results import RESULTS_NAME, summary_lines, write_results
+
+    results = write_results(args.run_dir, args.prepared)
+    for line in summary_lines(results):
+        print(line)
+    print(f"wrote {args.run_dir.rstrip('/')}/{RESULTS_NAME}")
+    return 0
+
+
+def _cmd_audit_run(args: argparse.Namespace) -> int:
+    from needlepoint.run.audit import audit_run
+
+    audit = audit_run(args.run_dir, args.prepared)
+    for line in audit.lines():
+        print(line, file=sys.stdout if audit.ok else sys.stderr)
+    return 0 if audit.ok else 1
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the run, results and audit-run commands."""
+    from needlepoint.run.settings import DEFAULT_TIMEOUT_S
+
+    p = sub.add_parser(
+        "run",
+        help="send a prepared folder's frozen requests (live or simulated), journalled",
+        description="Send the frozen requests in order, within --allow attempts, never "
+        "retrying. Running again on the same --run-dir resumes.",
+    )
+    p.add_argument("prepared", metavar="DIR", help="prepared folder (must pass verify and audit)")
+    p.add_argument("--allow", type=_positive_int, required=True, help="most attempts, in total")
+    p.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. https://host/v1")
+    p.add_argument("--model", help="must equal the model in the frozen bodies")
+    p.add_argument("--api-key-env", help="name of the environment variable holding the key")
+    p.add_argument("--min-gap-s", type=float, help="seconds after a completion (protocol: 20)")
+    p.add_argument("--override-reason", help="required to lower --min-gap-s; recorded")
+    p.add_argument(
+        "--timeout-s",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="per operation; the whole request gets twice this (default %(default)s)",
+    )
+    p.add_argument(
+        "--simulate",
+        choices=("perfect", "position", "faulty"),
+        help="fake transport; everything derived is labelled simulation",
+    )
+    p.add_argument(
+        "--sim-param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a position-model parameter (repeatable), e.g. p_middle=0.7",
+    )
+    p.add_argument("--input-rate", type=float, help="money per million prompt tokens")
+    p.add_argument("--output-rate", type=float, help="money per million completion tokens")
+    p.add_argument("--cost-cap", type=float, help="stop before spending more than this")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_run)
+
+    r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
+    r.add_argument("run_dir", metavar="RUNDIR")
+    r.add_argument("--prepared", help="prepared folder, if it moved since the run")
+    r.set_defaults(func=_cmd_results)
+
+    a = sub.add_parser("audit-run", help="check a run folder's journal, records and rules")
+    a.add_argument("run_dir", metavar="RUNDIR")
+    a.add_argument("--prepared", help="prepared folder, if it moved since the run")
+    a.set_defaults(func=_cmd_audit_run)

@@ -1,0 +1,38 @@
+"""``needlepoint dry-run``: the plan and its budget, from the prepared folder alone, no network."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from needlepoint.design.prepared import load_prepared
+
+
+def dry_run_lines(path: str | Path) -> list[str]:
+    """The plan and a budget summary, computed from the folder alone with no network."""
+    prepared = load_prepared(path)
+    lines = ["seq  block pair case length sim  cond order    chars"]
+    total_chars = total_bytes = 0
+    for row in prepared.plan:
+        body = json.loads(prepared.bodies[row.seq])
+        chars = sum(len(m["content"]) for m in body["messages"])
+        total_chars += chars
+        total_bytes += len(prepared.bodies[row.seq])
+        lines.append(
+            f"{row.seq:<4} {row.block:<5} {row.pair:<4} {row.case:<4} {row.length:<6} "
+            f"{row.similarity:<4} {row.condition:<4} {row.order:<8} {chars}"
+        )
+    gap = prepared.protocol["runner"]["min_gap_s"]
+    n = len(prepared.plan)
+    lines += [
+        "",
+        f"requests: {n} ({len({r.block for r in prepared.plan})} blocks, "
+        f"{len({r.pair for r in prepared.plan})} pairs)",
+        f"characters sent (message content): {total_chars}",
+        f"request bytes sent: {total_bytes}",
+        f"max_tokens per request: {prepared.protocol['max_tokens']} "
+        f"(at most {n * prepared.protocol['max_tokens']} completion tokens)",
+        f"minimum spacing: {gap} s after each completion, so at least {(n - 1) * gap} s of waiting",
+        "network: none (dry run)",
+    ]
+    return lines

@@ -1,0 +1,132 @@
+"""Verify a prepared folder: regenerate it from its own ``protocol.json`` and compare every byte.
+
+A difference is named by file, seq and field. A changed generating source is only a warning:
+what matters is whether the materials regenerate identically.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import needlepoint
+from needlepoint.design.freeze import generate, source_fingerprints
+from needlepoint.design.prepared import (
+    DATA_FILES,
+    MANIFEST_FORMAT,
+    PLAN_COLUMNS,
+    _folder,
+    load_protocol_file,
+)
+from needlepoint.jsonio import read_json, sha256_hex
+
+
+@dataclass
+class VerifyReport:
+    """What verify found: problems fail it, warnings do not."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    files_compared: int = 0
+    bytes_compared: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _first_difference(a: Any, b: Any, where: str) -> str:
+    """Dotted path of the first field where two JSON values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{where}.{key}".lstrip(".")
+            if a[key] != b[key]:
+                return _first_difference(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x != y:
+                return _first_difference(x, y, f"{where}[{i}]")
+        return f"{where} (length {len(a)} vs {len(b)})"
+    elif isinstance(a, str) and isinstance(b, str) and "\n" in a + b:
+        la, lb = a.split("\n"), b.split("\n")
+        line = next((i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y), None)
+        line = min(len(la), len(lb)) if line is None else line
+        return f"{where} line {line + 1}"
+    return where.lstrip(".") or "value"
+
+
+def _describe_file_difference(name: str, expected: bytes, actual: bytes) -> list[str]:
+    exp_lines, act_lines = expected.split(b"\n"), actual.split(b"\n")
+    out = []
+    for i, (e, a) in enumerate(zip(exp_lines, act_lines, strict=False)):
+        if e == a:
+            continue
+        if name.endswith(".jsonl"):
+            try:
+                ev, av = json.loads(e), json.loads(a)
+            except ValueError:
+                out.append(f"{name} line {i + 1}: not the expected JSON line")
+            else:
+                seq = ev.get("seq") if isinstance(ev, dict) else None
+                out.append(f"{name} seq {seq}: {_first_difference(ev, av, '')} differs")
+        elif name == "plan.csv":
+            header = PLAN_COLUMNS
+            ev, av = e.decode(errors="replace").split(","), a.decode(errors="replace").split(",")
+            col = next((c for c, x, y in zip(header, ev, av, strict=False) if x != y), "row")
+            out.append(f"plan.csv seq {ev[0]}: {col} differs")
+        else:
+            out.append(f"{name} line {i + 1} differs")
+        if len(out) >= 5:
+            break
+    if not out:
+        out.append(f"{name}: {len(act_lines) - 1} lines where {len(exp_lines) - 1} expected")
+    return out
+
+
+def verify_prepared(path: str | Path) -> VerifyReport:
+    """Regenerate the set from protocol.json and compare every byte with the folder."""
+    root = _folder(path)
+    report = VerifyReport()
+    protocol = load_protocol_file(root)
+    files = generate(protocol)
+    for name in DATA_FILES:
+        target = root / name
+        if not target.is_file():
+            report.problems.append(f"{name}: missing")
+            continue
+        actual = target.read_bytes()
+        report.files_compared += 1
+        report.bytes_compared += len(actual)
+        if actual != files[name]:
+            report.problems += _describe_file_difference(name, files[name], actual)
+    _check_manifest(root, files, report)
+    return report
+
+
+def _check_manifest(root: Path, files: dict[str, bytes], report: VerifyReport) -> None:
+    if not (root / "manifest.json").is_file():
+        report.problems.append("manifest.json: missing")
+        return
+    manifest = read_json(root / "manifest.json")
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        report.problems.append("manifest.json: unsupported format")
+        return
+    recorded = manifest.get("files", {})
+    for name in DATA_FILES:
+        if recorded.get(name) != sha256_hex(files[name]):
+            report.problems.append(f"manifest.json: hash of {name} does not match")
+    for module, digest in sorted(source_fingerprints().items()):
+        if manifest.get("sources", {}).get(module) != digest:
+            report.warnings.append(
+                f"source {module} changed since preparation (materials still identical)"
+                if not report.problems
+                else f"source {module} changed since preparation"
+            )
+    if manifest.get("package_version") != needlepoint.__version__:
+        report.warnings.append(
+            f"prepared with needlepoint {manifest.get('package_version')}, "
+            f"now {needlepoint.__version__}"
+        )

@@ -1,0 +1,169 @@
+"""Tables and the order figure that the design and freeze notebooks show.
+
+They read a prepared folder only, so what a notebook displays is exactly what was frozen.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from needlepoint.design.audit import AuditReport
+from needlepoint.design.materials import near_slots
+from needlepoint.design.prepared import Prepared
+
+KIND_LABELS = {
+    "substitution": "One-character change",
+    "swap": "Reordered words",
+    "qualifier": "Changed qualifier",
+}
+CONDITION_COLOURS = {"B": "#4575b4", "M": "#d73027", "E": "#91bfdb", "A": "#bdbdbd"}
+
+
+def preview(protocol_file: str | None = None) -> Prepared:
+    """The materials a protocol would freeze, prepared in a scratch folder and loaded."""
+    import tempfile
+
+    from needlepoint.design.freeze import prepare
+    from needlepoint.design.prepared import load_prepared
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return load_prepared(prepare(Path(tmp) / "preview", protocol_file))
+
+
+def protocol_table(protocol: dict[str, Any]) -> pd.DataFrame:
+    """The design parameters a reader checks first."""
+    rows = [
+        ("protocol", f"{protocol['protocol_id']} v{protocol['version']}"),
+        ("model", protocol["model"]),
+        ("temperature / max_tokens", f"{protocol['temperature']} / {protocol['max_tokens']}"),
+        ("cases", protocol["cases"]),
+        ("background lengths", ", ".join(map(str, protocol["lengths"]))),
+        ("similarity", ", ".join(protocol["similarities"])),
+        ("conditions", ", ".join(protocol["conditions"])),
+        ("condition orders", ", ".join(protocol["orders"])),
+        (
+            "seeds (materials / order)",
+            f"{protocol['seeds']['materials']} / {protocol['seeds']['order']}",
+        ),
+        ("planned requests", protocol["cases"] * len(protocol["lengths"]) * 2 * 4),
+        ("minimum gap (s)", protocol["runner"]["min_gap_s"]),
+        ("effect threshold", protocol["analysis"]["threshold"]),
+    ]
+    return pd.DataFrame(rows, columns=["parameter", "value"]).set_index("parameter")
+
+
+def excerpt_table(prepared: Prepared, case: str = "S1") -> pd.DataFrame:
+    """Like the seed's S1 table: the target and one near name of each kind, with codes."""
+    seq = next(r.seq for r in prepared.plan if r.case == case and r.similarity == "high")
+    key = prepared.answer_key[seq]
+    rows = [("Target", key["target_name"], key["target_code"])]
+    for kind, label in KIND_LABELS.items():
+        i = key["near_kinds"].index(kind)
+        rows.append((label, key["near_names"][i], key["near_codes"][i]))
+    return pd.DataFrame(rows, columns=["record", "project name", "code"]).set_index("record")
+
+
+def positions_table(protocol: dict[str, Any]) -> pd.DataFrame:
+    """Near-name slots and insertion points for every background length."""
+    rows = []
+    for n in protocol["lengths"]:
+        rows.append(
+            {
+                "background N": n,
+                "near-name slots floor((2k+1)N/12)": ", ".join(map(str, near_slots(n))),
+                "B at": 0,
+                "M at": n // 2,
+                "E at": n,
+                "A placeholder at": n // 2,
+            }
+        )
+    return pd.DataFrame(rows).set_index("background N")
+
+
+def equal_length_table(prepared: Prepared) -> pd.DataFrame:
+    """Character length of every request, pair by pair: all 8 must be equal."""
+    rows = []
+    by_pair: dict[int, list[int]] = {}
+    for r in prepared.plan:
+        body = json.loads(prepared.bodies[r.seq])
+        by_pair.setdefault(r.pair, []).append(sum(len(m["content"]) for m in body["messages"]))
+    for r in prepared.plan[::8]:
+        sizes = by_pair[r.pair]
+        rows.append(
+            {
+                "pair": r.pair,
+                "case": r.case,
+                "length": r.length,
+                "requests": len(sizes),
+                "characters": sizes[0],
+                "all equal": len(set(sizes)) == 1,
+            }
+        )
+    return pd.DataFrame(rows).set_index("pair")
+
+
+def order_figure(prepared: Prepared, path: str | Path) -> Path:
+    """The execution-order matrix: one row per block, conditions coloured in sent order."""
+    import matplotlib.style
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    blocks = [prepared.plan[i : i + 4] for i in range(0, len(prepared.plan), 4)]
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(6.5, 0.8 + 0.24 * len(blocks)), dpi=100, layout="constrained")
+        ax = fig.subplots()
+        for y, block in enumerate(blocks):
+            for x, row in enumerate(block):
+                ax.add_patch(Rectangle((x, y), 0.95, 0.9, color=CONDITION_COLOURS[row.condition]))
+                ax.text(
+                    x + 0.47,
+                    y + 0.45,
+                    f"{row.condition} ({row.seq})",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                )
+        ax.set_xlim(0, 4)
+        ax.set_ylim(len(blocks), 0)
+        ax.set_yticks([y + 0.45 for y in range(len(blocks))])
+        ax.set_yticklabels(
+            [f"{b[0].block}: {b[0].case} N={b[0].length} {b[0].similarity}" for b in blocks],
+            fontsize=7,
+        )
+        ax.set_xticks([0.47, 1.47, 2.47, 3.47])
+        ax.set_xticklabels(["1st", "2nd", "3rd", "4th"])
+        ax.set_xlabel("position within block (seq in brackets)")
+        ax.legend(
+            handles=[Patch(color=c, label=k) for k, c in CONDITION_COLOURS.items()],
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.04 - 2.0 / len(blocks)),
+            ncol=4,
+            fontsize=8,
+        )
+        fig.suptitle("Execution order: blocks top to bottom, conditions left to right")
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, format="png", metadata={"Software": None})
+    return out
+
+
+def manifest_table(prepared: Prepared) -> pd.DataFrame:
+    """The fingerprints frozen in manifest.json."""
+    rows = [("file", name, digest) for name, digest in sorted(prepared.manifest["files"].items())]
+    rows += [
+        ("source", name, digest) for name, digest in sorted(prepared.manifest["sources"].items())
+    ]
+    rows.append(("folder", "manifest.json (protocol fingerprint)", prepared.fingerprint))
+    return pd.DataFrame(rows, columns=["kind", "name", "sha256"])
+
+
+def audit_table(report: AuditReport) -> pd.DataFrame:
+    """The audit's checks with their counts, as a table."""
+    return pd.DataFrame(
+        [(c.name, c.count, c.failed, c.description) for c in report.checks],
+        columns=["check", "items", "failed", "rule"],
+    ).set_index("check")

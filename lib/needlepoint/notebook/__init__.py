@@ -1,0 +1,1 @@
+"""Notebook support: the papermill pipeline, output redirection and reproducible display."""

@@ -1,0 +1,191 @@
+"""`needlepoint pipeline`: run the notebooks in order with papermill into one evidence folder.
+
+Each notebook executes with the evidence folder as its working directory and receives only
+relative paths, so no machine path or user name lands in the evidence. A failed cell stops the
+chain; the partly executed notebook is kept and the failing cell is named.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from needlepoint.errors import NeedlepointError
+
+NOTEBOOKS = (
+    "01-design",
+    "02-freeze",
+    "03-run",
+    "04-analysis",
+    "05-power",
+    "06-contamination",
+)
+KERNEL = "needlepoint"
+
+
+class PipelineFailed(NeedlepointError):
+    """A notebook cell failed: the chain stopped and the partial notebook was kept."""
+
+
+_LABEL = re.compile(r"[a-z0-9][a-z0-9-]{0,60}")
+
+
+def ensure_kernel() -> None:
+    """Install the pinned `needlepoint` kernelspec into this environment if it is missing."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if KERNEL not in KernelSpecManager().find_kernel_specs():
+        from ipykernel.kernelspec import install
+
+        install(prefix=sys.prefix, kernel_name=KERNEL, display_name=KERNEL)
+
+
+def declared_parameters(notebook: Path) -> dict[str, Any]:
+    """The names and defaults of a notebook's `parameters` cell."""
+    import papermill
+
+    return {k: v["default"] for k, v in papermill.inspect_notebook(str(notebook)).items()}
+
+
+def parse_value(text: str) -> Any:
+    """A -p value: a JSON literal when it parses as one (numbers, true, null), else a string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def plan_parameters(
+    notebooks: list[Path], overrides: dict[str, Any]
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Route each -p override to the notebooks that declare it; an unknown name is an error."""
+    declared = {nb: declared_parameters(nb) for nb in notebooks}
+    known = set().union(*declared.values())
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise NeedlepointError(f"no notebook has a parameter named {unknown[0]!r}")
+    return [(nb, {k: v for k, v in overrides.items() if k in declared[nb]}) for nb in notebooks]
+
+
+# Inline assets of the nbconvert template's <head>: identical on every page.
+_HEAD_ASSETS = (
+    (
+        re.compile(r"<style[^>]*>\n?(.*?)</style>\n?", re.S),
+        "css",
+        '<link rel="stylesheet" href="{}">',
+    ),
+    (
+        re.compile(r'<script type="module">\n?(.*?)</script>\n?', re.S),
+        "mjs",
+        '<script type="module" src="{}"></script>',
+    ),
+)
+
+
+def _externalise(head: str, folder: Path) -> str:
+    """Move the head's inline styles and module scripts to files named by their SHA-256."""
+    from needlepoint.jsonio import sha256_hex
+
+    for pattern, suffix, tag in _HEAD_ASSETS:
+        parts = pattern.split(head)
+        content = "".join(parts[1::2])
+        if not content:
+            continue
+        asset = folder / f"notebook-{sha256_hex(content.encode('utf-8'))[:16]}.{suffix}"
+        if not asset.exists():
+            asset.write_text(content, encoding="utf-8")
+        # split() alternates text and captured content: keep the text, one link in place of all
+        head = parts[0] + tag.format(asset.name) + "\n" + "".join(parts[2::2])
+    return head
+
+
+def render_html(notebook: Path) -> Path:
+    """An HTML rendering beside the executed notebook, for readers without Jupyter.
+
+    The template's stylesheet and scripts (about 290 KB) are written once per evidence folder,
+    named by their SHA-256, and linked, instead of being copied into every page.
+    """
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    cut = body.find("</head>")
+    if cut >= 0:
+        body = _externalise(body[:cut], notebook.parent) + body[cut:]
+    out = notebook.with_suffix(".html")
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
+def run_pipeline(
+    label: str,
+    overrides: dict[str, Any] | None = None,
+    *,
+    evidence_root: str | Path = "evidence",
+    notebooks_dir: str | Path = "notebooks",
+    date: str | None = None,
+    only: list[str] | None = None,
+    timings: dict[str, float] | None = None,
+    before: dict[str, Callable[[Path], None]] | None = None,
+) -> Path:
+    """Execute the notebooks into ``evidence_root/<date>-<label>/`` and return that folder.
+
+    ``timings``, when given, receives each notebook's wall seconds (execution plus HTML).
+    ``before`` maps a notebook name to a check run on the evidence folder just before it; a
+    check that raises stops the chain there (e.g. a token-count check before a live run).
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    if not _LABEL.fullmatch(label):
+        raise NeedlepointError(f"label {label!r}: use lower-case letters, digits and dashes")
+    date = date or dt.date.today().strftime("%Y%m%d")
+    out = Path(evidence_root) / f"{date}-{label}"
+    if out.exists() and any(out.iterdir()):
+        raise NeedlepointError(
+            f"{out}: already exists; choose another label (nothing is overwritten)"
+        )
+    names = [n for n in NOTEBOOKS if only is None or n in only]
+    sources = [Path(notebooks_dir) / f"{n}.ipynb" for n in names]
+    for src in sources:
+        if not src.is_file():
+            raise NeedlepointError(f"{src}: notebook not found (run from the repository root)")
+    routed = plan_parameters(sources, overrides or {})
+    ensure_kernel()
+    out.mkdir(parents=True, exist_ok=True)
+    for i, (src, params) in enumerate(routed, start=1):
+        target = out / src.name
+        if before and src.stem in before:
+            before[src.stem](out)
+        print(f"[{i}/{len(routed)}] {src.stem}", end=" ", flush=True)
+        start = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                str(src),
+                str(target),
+                parameters=params,
+                cwd=str(out),
+                kernel_name=KERNEL,
+                progress_bar=False,
+                log_output=False,
+                report_mode=False,
+            )
+        except PapermillExecutionError as exc:
+            print("FAILED")
+            raise PipelineFailed(
+                f"{src.name} failed in cell {exc.cell_index} (execution count {exc.exec_count}): "
+                f"{exc.ename}: {exc.evalue.splitlines()[0] if exc.evalue else ''}; "
+                f"the partly executed notebook is kept at {target}"
+            ) from None
+        render_html(target)
+        seconds = time.perf_counter() - start
+        if timings is not None:
+            timings[src.stem] = seconds
+        print(f"ok ({seconds:.1f} s)")
+    return out

@@ -1,0 +1,210 @@
+"""``needlepoint audit-run RUNDIR``: prove after the fact that a run folder was not edited and
+that the runner kept its own rules.
+
+It checks the hash chain and head, run.json against every session record, the prepared folder
+against its manifest, each attempt against plan.csv (right bytes, each seq at most once), the
+write-ahead order, the allowance, the spacing, the stop rules, each recorded classification
+against a fresh one, the context manifest, and results.csv against the journal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from needlepoint.design.prepared import frozen_model
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import file_sha256, read_json
+from needlepoint.run.folder import CONTEXT_NAME, RUN_NAME, read_run_record
+from needlepoint.run.journal import read_chain
+from needlepoint.run.journal_records import decode_body
+from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive_rows, load_frozen_plan
+from needlepoint.run.scoring import PROTOCOL_FAILURE, classify
+
+_EPS = 1e-6
+
+
+@dataclass
+class RunAudit:
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def count(self, name: str) -> None:
+        self.checked[name] = self.checked.get(name, 0) + 1
+
+    def lines(self) -> list[str]:
+        out = [f"checked {k}: {v}" for k, v in sorted(self.checked.items())]
+        out += [f"WARNING {w}" for w in self.warnings]
+        out += [f"PROBLEM {p}" for p in self.problems]
+        out.append("audit-run: " + ("ok" if self.ok else f"{len(self.problems)} problem(s)"))
+        return out
+
+
+class _Walk:
+    """Replays the journal record by record, checking each against the runner's rules."""
+
+    def __init__(self, audit: RunAudit, prepared: Any, run_sha: str, path: Path) -> None:
+        self.a = audit
+        self.p = prepared
+        self.run_sha = run_sha
+        self.path = path
+        self.plan = {row.seq: row for row in prepared.plan}
+        self.model = frozen_model(prepared)
+        self.session: dict[str, Any] | None = None
+        self.attempted: set[int] = set()
+        self.pending: int | None = None  # attempted, outcome not yet seen
+        self.dangling: int | None = None  # left pending by a process that died
+        self.recovering = False
+        self.attempts = 0
+        self.spent = 0.0
+        self.any_outcome = False
+        self.stopped_reason: str | None = None  # a stop rule fired: no attempt may follow
+        self.failures = 0
+
+    def problem(self, n: int, text: str) -> None:
+        self.a.problems.append(f"{self.path}:{n + 1}: {text}")
+
+    def record(self, r: dict[str, Any]) -> None:
+        n, kind = r.get("n", -1), r.get("type")
+        if self.session is None and kind != "session":
+            self.problem(n, "the journal must start with a session record")
+        handler = getattr(self, f"_{kind}", None)
+        if handler is None:
+            self.problem(n, f"unknown record type {kind!r}")
+        else:
+            handler(n, r)
+
+    def _session(self, n: int, r: dict[str, Any]) -> None:
+        self.a.count("sessions")
+        self.dangling, self.pending = self.pending, None
+        if r.get("run_json_sha256") != self.run_sha:
+            self.problem(n, "run_json_sha256 differs from run.json (run.json was edited)")
+        self.session, self.stopped_reason, self.failures = r, None, 0
+        self.recovering = True
+
+    def _attempt(self, n: int, r: dict[str, Any]) -> None:
+        self.a.count("attempts")
+        self.recovering = False
+        seq, s = r.get("seq"), self.session or {}
+        row = self.plan.get(seq)
+        if row is None:
+            self.problem(n, f"seq {seq!r} is not in plan.csv")
+        elif r.get("request_sha256") != row.request_sha256:
+            self.problem(n, f"seq {seq}: request_sha256 differs from plan.csv")
+        if seq in self.attempted:
+            self.problem(n, f"seq {seq} was sent a second time")
+        if self.pending is not None or self.dangling is not None:
+            other = self.pending if self.pending is not None else self.dangling
+            self.problem(n, f"seq {seq} sent before seq {other} had its outcome")
+        if self.stopped_reason:
+            self.problem(n, f"seq {seq} sent after a stop rule fired ({self.stopped_reason})")
+        self.attempts += 1
+        if self.attempts > s.get("allow", 0):
+            self.problem(n, f"attempt {self.attempts} exceeds the allowance {s.get('allow')}")
+        gap = r.get("gap_s")
+        if gap is None and self.any_outcome:
+            self.problem(n, f"seq {seq}: no gap recorded after an earlier completion")
+        if gap is not None and gap < s.get("min_gap_s", 0) - _EPS:
+            self.problem(n, f"seq {seq}: gap {gap} s is below the minimum {s.get('min_gap_s')}")
+        self.attempted.add(seq)
+        self.pending = seq
+
+    def _outcome(self, n: int, r: dict[str, Any]) -> None:
+        self.a.count("outcomes")
+        seq = r.get("seq")
+        if r.get("recovered"):
+            if not self.recovering or seq != self.dangling:
+                self.problem(n, f"seq {seq}: recovered outcome not for the attempt left open")
+            self.dangling = None
+        elif seq != self.pending:
+            self.problem(n, f"outcome for seq {seq} does not follow its attempt")
+        else:
+            self.pending = None
+        self.any_outcome = True
+        self._reclassify(n, r)
+        s = self.session or {}
+        status = (r.get("classification") or {}).get("status")
+        if r.get("recovered"):
+            return
+        if r.get("http_status") in set(self.p.protocol["runner"]["stop_statuses"]):
+            self.stopped_reason = f"HTTP {r.get('http_status')}"
+        self.failures = self.failures + 1 if status == PROTOCOL_FAILURE else 0
+        if self.failures >= int(self.p.protocol["runner"]["max_consecutive_failures"]):
+            self.stopped_reason = "consecutive failures"
+        self.spent += r.get("cost") or 0.0
+        cap = s.get("cost_cap")
+        if cap is not None and r.get("cost") is None:
+            self.stopped_reason = "unknown cost with a cap"
+        elif cap is not None and self.spent >= cap:
+            self.stopped_reason = "cost cap reached"
+
+    def _reclassify(self, n: int, r: dict[str, Any]) -> None:
+        seq = r.get("seq")
+        if seq not in self.plan:
+            return
+        fresh = classify(
+            http_status=r.get("http_status"),
+            transport_error=r.get("error"),
+            body=decode_body(r),
+            answer=self.p.answer_key.get(seq, {}),
+            model=self.model,
+            unknown=self.p.protocol.get("unknown", "UNKNOWN"),
+        )
+        if fresh.to_json() != r.get("classification"):
+            self.problem(n, f"seq {seq}: recorded classification differs from the body's")
+
+    def _stop(self, n: int, r: dict[str, Any]) -> None:
+        self.a.count("stops")
+
+
+def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunAudit:
+    """Audit one run folder; problems make it fail, warnings do not."""
+    root = Path(run_dir)
+    audit = RunAudit()
+    run = read_run_record(root)
+    run_sha = file_sha256(root / RUN_NAME)
+    chain = read_chain(root)
+    audit.problems += chain.problems
+    audit.warnings += chain.warnings
+    audit.checked["journal records"] = len(chain.records)
+    try:
+        prepared = load_frozen_plan(root, run, prepared_dir)
+    except NeedlepointError as exc:
+        audit.problems.append(f"prepared folder: {exc}")
+        return audit
+    walk = _Walk(audit, prepared, run_sha, root / "journal.jsonl")
+    for record in chain.records:
+        walk.record(record)
+    if walk.pending is not None:
+        audit.warnings.append(f"seq {walk.pending} has no outcome yet (the runner died)")
+    _check_context(root, chain.records, prepared.fingerprint, audit)
+    results = root / RESULTS_NAME
+    if results.exists():
+        audit.count("results.csv")
+        rows = derive_rows(prepared.plan, chain.records, bool(run.get("simulation")), chain.head)
+        if results.read_bytes() != csv_bytes(rows):
+            audit.problems.append(f"{results}: differs from the journal's re-derivation")
+    return audit
+
+
+def _check_context(root: Path, records: Any, fingerprint: str, audit: RunAudit) -> None:
+    path = root / CONTEXT_NAME
+    if not path.exists():
+        audit.warnings.append(f"{path}: missing")
+        return
+    manifest = read_json(path)
+    audit.count("context manifest")
+    if manifest.get("prepared_manifest_sha256") != fingerprint:
+        audit.problems.append(f"{path}: prepared_manifest_sha256 differs from the run's")
+    sent = [(r["seq"], r["request_sha256"]) for r in records if r.get("type") == "attempt"]
+    listed = [(e.get("seq"), e.get("request_sha256")) for e in manifest.get("sent", [])]
+    if listed != sent[: len(listed)]:
+        audit.problems.append(f"{path}: its sent list differs from the journal's attempts")
+    elif len(listed) < len(sent):
+        audit.warnings.append(f"{path}: lists {len(listed)} of {len(sent)} sent (runner died)")

@@ -1,0 +1,227 @@
+"""The run folder's fixed records: ``run.json`` (what this run is) and ``context_manifest.json``
+(what was put in front of the model), plus the folder lock that prevents two runners at once.
+
+run.json is written once, when the folder is created; every later session is described in the
+journal, whose session records carry run.json's SHA-256.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from needlepoint import __version__
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
+
+if TYPE_CHECKING:
+    from needlepoint.run.settings import Settings
+
+RUN_FORMAT = 1
+RUN_NAME = "run.json"
+CONTEXT_NAME = "context_manifest.json"
+PROVENANCE_NAME = "provenance.jsonl"
+CONTEXT_FORMAT = 1
+LOCK_NAME = ".lock"
+# Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
+RESUME_FIXED = ("prepared_fingerprint", "simulation", "simulate", "model", "base_url")
+
+
+def git_commit() -> dict[str, Any] | None:
+    """The commit of the package source, when it runs from a git checkout; None otherwise."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": head, "package_source_modified": bool(dirty)}
+
+
+def json_bytes(value: Any) -> bytes:
+    """Run-folder JSON files: canonical, plus a final newline for people reading them."""
+    return canonical_bytes(value) + b"\n"
+
+
+def write_run_record(run_dir: Path, record: dict[str, Any]) -> str:
+    """Write run.json once and return its SHA-256."""
+    write_bytes_atomic(run_dir / RUN_NAME, json_bytes({"format": RUN_FORMAT, **record}))
+    return file_sha256(run_dir / RUN_NAME)
+
+
+def read_run_record(run_dir: Path) -> dict[str, Any]:
+    """Load run.json, refusing an unknown format."""
+    record = read_json(run_dir / RUN_NAME)
+    if not isinstance(record, dict) or record.get("format") != RUN_FORMAT:
+        raise NeedlepointError(f"{run_dir / RUN_NAME}: field format: expected {RUN_FORMAT}")
+    return record
+
+
+def check_resume(run_dir: Path, saved: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """Refuse to resume a run folder with settings that would pool two different runs."""
+    for name in RESUME_FIXED:
+        if saved.get(name) != wanted.get(name):
+            raise NeedlepointError(
+                f"{run_dir / RUN_NAME}: field {name} is {saved.get(name)!r}, this run has "
+                f"{wanted.get(name)!r}; use a new --run-dir"
+            )
+
+
+def check_not_rewound(run_dir: Path) -> None:
+    """Refuse to resume a folder whose journal lost records: that would grant fresh budget."""
+    from needlepoint.run.journal import JOURNAL_NAME, read_chain
+
+    if not (run_dir / JOURNAL_NAME).exists():
+        raise NeedlepointError(f"{run_dir / JOURNAL_NAME}: missing although run.json exists")
+    path = run_dir / CONTEXT_NAME
+    if path.exists():
+        listed = len(read_json(path).get("sent", []))
+        sent = sum(r.get("type") == "attempt" for r in read_chain(run_dir).records)
+        if listed > sent:
+            raise NeedlepointError(
+                f"{path}: lists {listed} requests sent, the journal only {sent}: "
+                "journal records were removed"
+            )
+
+
+def context_manifest(
+    prepared_root: Path,
+    prepared_fingerprint: str,
+    prepared_files: dict[str, str],
+    records: list[dict[str, Any]],
+    head: str,
+) -> dict[str, Any]:
+    """What was in front of the model: the prepared folder's manifest hash and each body sent."""
+    sent = [
+        {"seq": r["seq"], "request_sha256": r["request_sha256"], "time": r["time"]}
+        for r in records
+        if r.get("type") == "attempt"
+    ]
+    return {
+        "format": CONTEXT_FORMAT,
+        "prepared_dir": str(prepared_root),
+        "prepared_manifest_sha256": prepared_fingerprint,
+        "prepared_files": dict(sorted(prepared_files.items())),
+        "sent": sent,
+        "journal_records": len(records),
+        "journal_sha256": head,
+    }
+
+
+def write_context_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    write_bytes_atomic(run_dir / CONTEXT_NAME, json_bytes(manifest))
+
+
+def relative_prepared(prepared_root: Path, run_dir: Path) -> str:
+    """The prepared folder as seen from the run folder, so evidence carries no machine path."""
+    return Path(os.path.relpath(prepared_root.resolve(), run_dir.resolve())).as_posix()
+
+
+def build_run_record(
+    s: Settings, run_meta: dict[str, Any] | None, created: str, run_dir: Path
+) -> dict[str, Any]:
+    """The content of run.json for checked settings ``s``.
+
+    Provenance that changes with every commit (git, interpreter, packages) goes to
+    provenance.jsonl instead, so a simulated run's journal hash stays a pure function of the run.
+    """
+    p = s.prepared
+    sim = None
+    if s.simulation:
+        from needlepoint.run.simulate import FAULT_CYCLE
+
+        sim = {
+            "mode": s.simulate,
+            "params": asdict(s.sim_params) if s.sim_params else None,
+            "fault_cycle": list(FAULT_CYCLE) if s.simulate == "faulty" else None,
+        }
+    return {
+        "kind": "needlepoint-run",
+        "created": created,
+        "simulation": s.simulation,
+        "simulate": sim,
+        "prepared_dir": relative_prepared(p.root, run_dir),
+        "prepared_fingerprint": p.fingerprint,
+        "protocol_id": p.protocol.get("protocol_id"),
+        "protocol_version": p.protocol.get("version"),
+        "model": s.model,
+        "base_url": s.base_url,
+        "api_key_env": s.api_key_env,
+        "allow": s.allow,
+        "min_gap_s": s.min_gap_s,
+        "protocol_min_gap_s": s.protocol_min_gap_s,
+        "override_reason": s.override_reason,
+        "timeout_s": s.timeout_s,
+        "deadline_s": s.deadline_s,
+        "cost": {"input_rate": s.input_rate, "output_rate": s.output_rate, "cap": s.cost_cap},
+        "package_version": __version__,
+        "extra": run_meta or {},
+    }
+
+
+def append_provenance(run_dir: Path, time_iso: str) -> None:
+    """Record, per session, which code and environment ran: commit, interpreter, packages."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    packages = {}
+    for name in ("httpx", "numpy", "scipy", "pandas", "matplotlib", "papermill", "tqdm"):
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = None
+    line = {
+        "format": 1,
+        "time": time_iso,
+        "package_version": __version__,
+        "git": git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.system(),
+        "packages": packages,
+    }
+    with open(run_dir / PROVENANCE_NAME, "ab") as fh:
+        fh.write(canonical_bytes(line) + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+class FolderLock:
+    """An exclusive, non-blocking flock on the run folder; the kernel drops it if we die."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    def __enter__(self) -> FolderLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise NeedlepointError(
+                f"{self.path.parent}: another runner is using this run folder"
+            ) from None
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

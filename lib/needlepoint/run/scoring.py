@@ -1,0 +1,210 @@
+"""Strict scoring of one chat-completions response: Java trim, then an exact comparison.
+
+Classification never guesses. Anything that is not a well-formed, finished, assistant answer
+from the requested model is a *protocol failure* and stays out of the accuracy denominator;
+a transport problem after the request may have reached the server is *indeterminate*.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Java's String.trim() removes every char <= U+0020 from both ends and nothing else.
+_JAVA_TRIM_CHARS = "".join(chr(c) for c in range(0x21))
+
+CODE_RE = re.compile(r"[A-Z]{2}-[0-9]{4}")
+
+CORRECT = "correct"
+ERROR = "error"
+PROTOCOL_FAILURE = "protocol_failure"
+UNEXECUTED = "unexecuted"
+STATUSES = (CORRECT, ERROR, PROTOCOL_FAILURE, UNEXECUTED)
+
+ERROR_KINDS = (
+    "near_distractor_code",
+    "other_present_code",
+    "absent_code",
+    "false_unknown",
+    "code_when_absent:near_distractor_code",
+    "code_when_absent:other_present_code",
+    "code_when_absent:absent_code",
+    "extra_text",
+    "bad_format",
+)
+# Transport outcomes: the key is what transport.py reports, the value the recorded kind.
+TRANSPORT_KINDS = {
+    "connect_error": "connect_error",
+    "timeout": "indeterminate_timeout",
+    "dropped": "indeterminate_dropped",
+    "deadline": "indeterminate_deadline",
+    "interrupted": "indeterminate_interrupted",
+}
+PROTOCOL_FAILURE_KINDS = (
+    "http_status",
+    *TRANSPORT_KINDS.values(),
+    "unparsable_json",
+    "no_choices",
+    "finish_reason",
+    "role",
+    "model_mismatch",
+    "content_missing",
+    "content_not_string",
+    "content_empty",
+)
+
+
+def java_trim(s: str) -> str:
+    """Exactly Java's ``String.trim()``: strip U+0000..U+0020 from both ends, nothing else.
+
+    Unlike ``str.strip()`` it keeps U+00A0, U+3000, U+2028 and friends, and removes U+0000.
+    """
+    return s.strip(_JAVA_TRIM_CHARS)
+
+
+@dataclass(frozen=True)
+class Classification:
+    """One scored outcome. ``response_text`` is the content exactly as returned (untrimmed)."""
+
+    status: str
+    kind: str
+    response_text: str
+
+    @property
+    def indeterminate(self) -> bool:
+        """True when the request may have executed although no usable answer came back."""
+        return self.kind.startswith("indeterminate")
+
+    def to_json(self) -> dict[str, str]:
+        return {"status": self.status, "kind": self.kind, "response_text": self.response_text}
+
+
+def _failure(kind: str, text: str = "") -> Classification:
+    return Classification(PROTOCOL_FAILURE, kind, text)
+
+
+def parse_body(body: bytes | None) -> Any:
+    """Decode a response body as strict UTF-8 JSON; ``None`` when it is not JSON at all."""
+    if body is None:
+        return None
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def classify(
+    *,
+    http_status: int | None,
+    transport_error: str | None,
+    body: bytes | None,
+    answer: Mapping[str, Any],
+    model: str,
+    unknown: str = "UNKNOWN",
+) -> Classification:
+    """Classify one exchange for the seq whose answer-key entry is ``answer``.
+
+    ``transport_error`` is a key of TRANSPORT_KINDS (or None when a response arrived);
+    ``model`` is the model named in the frozen request body.
+    """
+    if transport_error is not None:
+        if transport_error not in TRANSPORT_KINDS:
+            raise ValueError(f"unknown transport error kind {transport_error!r}")
+        return _failure(TRANSPORT_KINDS[transport_error])
+    if http_status != 200:
+        return _failure("http_status")
+    data = parse_body(body)
+    if data is None:
+        return _failure("unparsable_json")
+    # Checks follow the order of the protocol's list, so one response gets one stable kind.
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return _failure("no_choices")
+    choice = choices[0]
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    content = message.get("content")
+    text = content if isinstance(content, str) else ""
+    if choice.get("finish_reason") != "stop":
+        return _failure("finish_reason", text)
+    if message.get("role") != "assistant":
+        return _failure("role", text)
+    if data.get("model") != model:
+        return _failure("model_mismatch", text)
+    if content is None:
+        return _failure("content_missing")
+    if not isinstance(content, str):
+        return _failure("content_not_string")
+    trimmed = java_trim(content)
+    if not trimmed:
+        return _failure("content_empty", content)
+    return Classification(*score_text(trimmed, answer, unknown), content)
+
+
+def score_text(
+    trimmed: str, answer: Mapping[str, Any], unknown: str = "UNKNOWN"
+) -> tuple[str, str]:
+    """Score an already-trimmed answer against one answer-key entry: ``(status, kind)``."""
+    expected = answer["expected"]
+    if trimmed == expected:
+        return CORRECT, ""
+    if CODE_RE.fullmatch(trimmed):
+        # Only codes that were really in this request count as distractors.
+        if trimmed in answer.get("near_codes", ()):
+            code_kind = "near_distractor_code"
+        elif trimmed in answer.get("codes_present", ()):
+            code_kind = "other_present_code"
+        else:
+            code_kind = "absent_code"
+        return ERROR, (f"code_when_absent:{code_kind}" if expected == unknown else code_kind)
+    if trimmed == unknown:
+        return ERROR, "false_unknown"
+    # The right answer as a whole token, plus anything else around it.
+    token = re.compile(rf"(?<![A-Za-z0-9]){re.escape(expected)}(?![A-Za-z0-9])")
+    if token.search(trimmed):
+        return ERROR, "extra_text"
+    return ERROR, "bad_format"
+
+
+def scoring_selftest_checks() -> list[tuple[str, bool]]:
+    """Scoring edge cases for ``needlepoint selftest``: ``(name, passed)`` pairs."""
+    key = {
+        "expected": "OM-3642",
+        "near_codes": ["AB-1111"],
+        "codes_present": ["AB-1111", "CD-2222", "OM-3642"],
+    }
+    absent = {**key, "expected": "UNKNOWN"}
+    body = json.dumps(
+        {
+            "model": "m",
+            "choices": [
+                {
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "\u00a0OM-3642"},
+                }
+            ],
+        }
+    ).encode()
+    return [
+        ("trim removes U+0000", java_trim("\x00OM-3642\x00") == "OM-3642"),
+        ("trim keeps U+00A0", java_trim("\u00a0x\u00a0") == "\u00a0x\u00a0"),
+        ("trim keeps U+3000", java_trim("\u3000x") == "\u3000x"),
+        ("trim keeps U+2028", java_trim("x\u2028") == "x\u2028"),
+        ("exact code is correct", score_text("OM-3642", key) == (CORRECT, "")),
+        ("near code is a distractor", score_text("AB-1111", key)[1] == "near_distractor_code"),
+        ("present code", score_text("CD-2222", key)[1] == "other_present_code"),
+        ("absent code", score_text("ZZ-9999", key)[1] == "absent_code"),
+        ("false UNKNOWN", score_text("UNKNOWN", key)[1] == "false_unknown"),
+        ("code when absent", score_text("AB-1111", absent)[1].startswith("code_when_absent:")),
+        ("extra text", score_text("OM-3642.", key)[1] == "extra_text"),
+        ("longer code is not the answer", score_text("OM-36420", key)[1] == "bad_format"),
+        ("lower case is bad format", score_text("unknown", absent)[1] == "bad_format"),
+        (
+            "NBSP is not trimmed, so the answer has extra text",
+            classify(http_status=200, transport_error=None, body=body, answer=key, model="m").kind
+            == "extra_text",
+        ),
+    ]

@@ -1,0 +1,174 @@
+"""Everything the runner checks before it may spend anything; each refusal is one line.
+
+A run starts only with an explicit positive allowance, a prepared folder that passes verify
+and audit, and, for a live run, a base URL, the frozen model and a key in the environment.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from needlepoint.design.prepared import frozen_model
+from needlepoint.errors import NeedlepointError
+
+if TYPE_CHECKING:
+    from needlepoint.design.prepared import Prepared
+    from needlepoint.run.simulate import PositionParams
+
+DEFAULT_TIMEOUT_S = 120.0
+MIN_KEY_LENGTH = 8
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A checked run configuration. The key is kept out of repr so it cannot leak into logs."""
+
+    prepared: Prepared = field(repr=False)
+    allow: int
+    simulate: str | None
+    sim_params: PositionParams | None
+    base_url: str | None
+    model: str
+    api_key_env: str | None
+    api_key: str | None = field(repr=False)
+    min_gap_s: float
+    protocol_min_gap_s: float
+    override_reason: str | None
+    timeout_s: float
+    deadline_s: float
+    input_rate: float | None
+    output_rate: float | None
+    cost_cap: float | None
+    stop_statuses: frozenset[int]
+    max_consecutive_failures: int
+
+    @property
+    def simulation(self) -> bool:
+        return self.simulate is not None
+
+
+def _number(name: str, value: float | None, *, positive: bool = False) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise NeedlepointError(f"{name} must be a finite number")
+    if value < 0 or (positive and value == 0):
+        raise NeedlepointError(f"{name} must be {'positive' if positive else 'non-negative'}")
+    return float(value)
+
+
+def check_prepared(prepared_dir: str | Path) -> Prepared:
+    """Verify and audit the prepared folder, then load it."""
+    from needlepoint.design.audit import audit_prepared
+    from needlepoint.design.prepared import load_prepared
+    from needlepoint.design.verify import verify_prepared
+
+    report = verify_prepared(prepared_dir)
+    if not report.ok:
+        raise NeedlepointError(f"{prepared_dir} fails verify: {report.problems[0]}")
+    audit = audit_prepared(prepared_dir)
+    if not audit.ok:
+        failed = next(c for c in audit.checks if not c.ok)
+        first = failed.failures[0] if failed.failures else "failed"
+        raise NeedlepointError(f"{prepared_dir} fails audit: {failed.name}: {first}")
+    return load_prepared(prepared_dir)
+
+
+def check_settings(
+    prepared_dir: str | Path,
+    *,
+    allow: int,
+    simulate: str | None = None,
+    sim_params: dict[str, Any] | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    min_gap_s: float | None = None,
+    override_reason: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    deadline_s: float | None = None,
+    input_rate: float | None = None,
+    output_rate: float | None = None,
+    cost_cap: float | None = None,
+) -> Settings:
+    """Check every option and the prepared folder; raise NeedlepointError on the first problem."""
+    from needlepoint.run.simulate import SIM_MODES, PositionParams
+
+    if isinstance(allow, bool) or not isinstance(allow, int) or allow <= 0:
+        raise NeedlepointError("--allow must be a positive integer: the most requests to send")
+    timeout = _number("--timeout-s", timeout_s, positive=True)
+    deadline = _number("deadline_s", deadline_s, positive=True) or 2 * timeout
+    in_rate = _number("--input-rate", input_rate)
+    out_rate = _number("--output-rate", output_rate)
+    cap = _number("--cost-cap", cost_cap)
+    if cap is not None and (in_rate is None or out_rate is None):
+        raise NeedlepointError("--cost-cap needs --input-rate and --output-rate")
+    if (in_rate is None) != (out_rate is None):
+        raise NeedlepointError("give both --input-rate and --output-rate, or neither")
+    key = None
+    if sim_params and simulate != "position":
+        raise NeedlepointError("simulation parameters apply only to --simulate position")
+    if simulate is not None:
+        if simulate not in SIM_MODES:
+            raise NeedlepointError(f"--simulate must be one of {', '.join(SIM_MODES)}")
+        if base_url or api_key_env:
+            raise NeedlepointError("--simulate sends nothing: drop --base-url and --api-key-env")
+    else:
+        if not base_url:
+            raise NeedlepointError("a live run needs --base-url (or --simulate MODE)")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise NeedlepointError(f"--base-url {base_url!r} is not an http(s) URL")
+        if not model:
+            raise NeedlepointError("a live run needs --model, equal to the frozen model")
+        if not api_key_env:
+            raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
+        key = os.environ.get(api_key_env, "")
+        if not key:
+            raise NeedlepointError(f"environment variable {api_key_env} is not set or empty")
+        if len(key) < MIN_KEY_LENGTH:
+            raise NeedlepointError(
+                f"the key in {api_key_env} is shorter than {MIN_KEY_LENGTH} characters, too short "
+                "to be kept out of the records reliably"
+            )
+    prepared = check_prepared(prepared_dir)
+    frozen = frozen_model(prepared)
+    if model is not None and model != frozen:
+        raise NeedlepointError(
+            f"--model {model!r} differs from the frozen model {frozen!r}; "
+            "a run for another model needs its own prepared folder"
+        )
+    runner = prepared.protocol["runner"]
+    protocol_gap = float(runner["min_gap_s"])
+    gap = protocol_gap if min_gap_s is None else _number("--min-gap-s", min_gap_s)
+    reason = (override_reason or "").strip() or None
+    if gap < protocol_gap and reason is None:
+        raise NeedlepointError(
+            f"--min-gap-s {gap:g} is below the protocol's {protocol_gap:g} s: "
+            "give --override-reason to record why"
+        )
+    return Settings(
+        prepared=prepared,
+        allow=allow,
+        simulate=simulate,
+        sim_params=PositionParams.from_dict(sim_params) if simulate == "position" else None,
+        base_url=base_url,
+        model=frozen,
+        api_key_env=api_key_env,
+        api_key=key,
+        min_gap_s=gap,
+        protocol_min_gap_s=protocol_gap,
+        override_reason=reason if gap < protocol_gap else None,
+        timeout_s=timeout,
+        deadline_s=deadline,
+        input_rate=in_rate,
+        output_rate=out_rate,
+        cost_cap=cap,
+        stop_statuses=frozenset(int(s) for s in runner["stop_statuses"]),
+        max_consecutive_failures=int(runner["max_consecutive_failures"]),
+    )

@@ -1,0 +1,190 @@
+"""Simulated endpoints for ``needlepoint run --simulate``: an httpx.MockTransport, never a model.
+
+- ``perfect`` answers every request correctly.
+- ``position`` is a seeded model of the effects the protocol looks for: edges beat the middle,
+  high similarity hurts the middle more, longer backgrounds hurt a little. Its parameters are
+  recorded in run.json, and each seq draws from its own generator, ``default_rng([seed, seq])``,
+  so a resumed simulation answers exactly as an uninterrupted one.
+- ``faulty`` answers odd seqs correctly and injects one failure kind on each even seq, cycling
+  through every kind the classifier knows, then 429, 401 and 403.
+
+Simulated latency advances the run's SimClock; nothing here sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import sha256_hex
+from needlepoint.run.transport import DeadlineExceeded
+
+if TYPE_CHECKING:
+    import httpx
+
+    from needlepoint.design.prepared import PlanRow, Prepared
+    from needlepoint.run.clock import SimClock
+
+SIM_MODES = ("perfect", "position", "faulty")
+FAULT_CYCLE = (
+    "length",
+    "role",
+    "wrong_model",
+    "no_choices",
+    "broken_json",
+    "content_missing",
+    "content_not_string",
+    "empty",
+    "no_usage",  # not a failure: a valid answer whose cost is unknown
+    "status:500",
+    "connect_error",
+    "timeout",
+    "dropped",
+    "deadline",
+    "status:429",
+    "status:401",
+    "status:403",
+)
+
+
+@dataclass(frozen=True)
+class PositionParams:
+    """Probabilities of an exactly correct answer, before the length penalty."""
+
+    seed: int = 20260101
+    p_edge: float = 0.95  # target at the beginning or end
+    p_middle: float = 0.85  # target in the middle, low similarity
+    high_similarity_middle_drop: float = 0.25  # extra loss in the middle with near names
+    high_similarity_edge_drop: float = 0.03
+    length_drop_per_100_records: float = 0.02
+    p_refusal: float = 0.92  # condition A answered UNKNOWN
+    p_near_when_wrong_high: float = 0.8  # a wrong answer under high similarity names a near code
+    latency_s: float = 0.8
+    latency_per_kib_s: float = 0.02
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any] | None) -> PositionParams:
+        unknown = set(values or {}) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise NeedlepointError(f"simulation parameters: unknown field {sorted(unknown)[0]}")
+        return cls(**(values or {}))
+
+    def p_correct(self, condition: str, similarity: str, length: int) -> float:
+        if condition == "A":
+            return self.p_refusal
+        high = similarity == "high"
+        if condition == "M":
+            p = self.p_middle - (self.high_similarity_middle_drop if high else 0.0)
+        else:
+            p = self.p_edge - (self.high_similarity_edge_drop if high else 0.0)
+        return min(1.0, max(0.0, p - self.length_drop_per_100_records * length / 100))
+
+
+class Simulator:
+    """Answers the frozen requests of one prepared folder, advancing a simulated clock."""
+
+    def __init__(
+        self,
+        mode: str,
+        prepared: Prepared,
+        clock: SimClock,
+        *,
+        timeout_s: float,
+        deadline_s: float,
+        params: PositionParams | None = None,
+    ) -> None:
+        if mode not in SIM_MODES:
+            raise NeedlepointError(f"--simulate: expected one of {', '.join(SIM_MODES)}")
+        self.mode = mode
+        self.params = params or PositionParams()
+        self.clock = clock
+        self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
+        self.key = prepared.answer_key
+        self.rows = {row.request_sha256: row for row in prepared.plan}
+
+    def transport(self) -> httpx.MockTransport:
+        import httpx
+
+        return httpx.MockTransport(self.handle)
+
+    def _content(self, row: PlanRow) -> str:
+        entry = self.key[row.seq]
+        if self.mode != "position":
+            return entry["expected"]
+        import numpy as np
+
+        rng = np.random.default_rng([self.params.seed, row.seq])
+        if rng.random() < self.params.p_correct(row.condition, row.similarity, row.length):
+            return entry["expected"]
+        near = list(entry["near_codes"])
+        others = [c for c in entry["codes_present"] if c != entry["expected"] and c not in near]
+        use_near = row.similarity == "high" and rng.random() < self.params.p_near_when_wrong_high
+        if row.condition == "A" and not use_near and rng.random() < 0.5:
+            return entry["target_code"]  # a code that is nowhere in the request
+        pool = near if use_near or not others else others
+        return str(pool[int(rng.integers(len(pool)))])
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        import httpx
+
+        body = request.content
+        row = self.rows.get(sha256_hex(body))
+        if row is None:
+            self.clock.advance(0.05)
+            return httpx.Response(400, json={"error": {"message": "not a frozen request"}})
+        fault = ""
+        if self.mode == "faulty" and row.seq % 2 == 0:
+            fault = FAULT_CYCLE[(row.seq // 2 - 1) % len(FAULT_CYCLE)]
+        if fault == "connect_error":
+            self.clock.advance(0.01)
+            raise httpx.ConnectError("simulated: connection refused", request=request)
+        if fault == "timeout":
+            self.clock.advance(self.timeout_s)
+            raise httpx.ReadTimeout("simulated: read timed out", request=request)
+        if fault == "dropped":
+            self.clock.advance(0.5)
+            raise httpx.RemoteProtocolError("simulated: server disconnected", request=request)
+        if fault == "deadline":
+            self.clock.advance(self.deadline_s)
+            raise DeadlineExceeded("simulated: the body trickled past the deadline")
+        self.clock.advance(
+            round(self.params.latency_s + self.params.latency_per_kib_s * len(body) / 1024, 3)
+        )
+        headers = {"x-request-id": f"sim-{row.seq}"}
+        if fault.startswith("status:"):
+            code = int(fault.partition(":")[2])
+            return httpx.Response(code, json={"error": {"message": "simulated"}}, headers=headers)
+        if fault == "broken_json":
+            return httpx.Response(200, content=b'{"choices": [', headers=headers)
+        return httpx.Response(200, json=self._payload(row, body, fault), headers=headers)
+
+    def _payload(self, row: PlanRow, body: bytes, fault: str) -> dict[str, Any]:
+        model = json.loads(body)["model"]
+        message: dict[str, Any] = {"role": "assistant", "content": self._content(row)}
+        if fault == "role":
+            message["role"] = "user"
+        elif fault == "content_missing":
+            del message["content"]
+        elif fault == "content_not_string":
+            message["content"] = [{"type": "text", "text": message["content"]}]
+        elif fault == "empty":
+            message["content"] = " \n"
+        choice = {"index": 0, "finish_reason": "length" if fault == "length" else "stop"}
+        choice["message"] = message
+        data: dict[str, Any] = {
+            "id": f"sim-{row.seq}",
+            "object": "chat.completion",
+            "model": "other-model" if fault == "wrong_model" else model,
+            "choices": [] if fault == "no_choices" else [choice],
+        }
+        if fault != "no_usage":
+            prompt = len(body) // 3
+            data["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": 4,
+                "total_tokens": prompt + 4,
+            }
+        return data

@@ -1,0 +1,182 @@
+"""The context manifest: what is frozen, in what order, and what is reported instead of skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from support.contamination import context_file
+
+from needlepoint.contamination import manifest as manifest_module
+from needlepoint.contamination.manifest import build_manifest, read_manifest, write_manifest
+from needlepoint.contamination.select import select_files
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import file_sha256
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    for rel in (
+        "CLAUDE.md",
+        "AGENTS.md",
+        "GEMINI.md",
+        ".cursorrules",
+        ".github/copilot-instructions.md",
+        "memory/b.md",
+        "memory/a/deep.md",
+        "notes/todo.txt",
+        "src/main.py",
+        "README.md",
+        "docs/CLAUDE.md",
+    ):
+        context_file(root, rel, f"content of {rel}\n", "2025-03-14T12:08:00Z")
+    return root
+
+
+def test_default_includes_cover_agent_context_files_sorted(workspace: Path) -> None:
+    m = build_manifest(workspace)
+    assert [e.path for e in m.files] == [
+        ".cursorrules",
+        ".github/copilot-instructions.md",
+        "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
+        "memory/a/deep.md",
+        "memory/b.md",
+        "notes/todo.txt",
+    ]
+    entry = m.files[3]
+    assert entry.size == len("content of CLAUDE.md\n")
+    assert entry.mtime == "2025-03-14T12:08:00Z"
+    assert entry.sha256 == file_sha256(workspace / "CLAUDE.md")
+    assert m.problems == ()
+
+
+def test_includes_can_be_overridden(workspace: Path) -> None:
+    m = build_manifest(workspace, ["**/*.py", "**/CLAUDE.md"])
+    assert [e.path for e in m.files] == ["CLAUDE.md", "docs/CLAUDE.md", "src/main.py"]
+    with pytest.raises(NeedlepointError, match="relative to the root"):
+        build_manifest(workspace, ["../etc/passwd"])
+
+
+def test_manifest_round_trips_and_its_hash_names_the_context(
+    workspace: Path, tmp_path: Path
+) -> None:
+    m = build_manifest(workspace)
+    write_manifest(m, tmp_path / "m.json")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["format"] == "contamination-manifest/1"
+    again = read_manifest(tmp_path / "m.json")
+    assert again == m and again.sha256 == m.sha256
+    context_file(workspace, "memory/b.md", "changed\n", "2025-03-14T12:08:00Z")
+    assert build_manifest(workspace).sha256 != m.sha256
+
+
+def test_symlink_outside_the_root_is_frozen_and_reported(workspace: Path, tmp_path: Path) -> None:
+    outside = context_file(tmp_path, "elsewhere/shared.md", "shared memory\n")
+    os.symlink(outside, workspace / "memory" / "shared.md")
+    os.symlink(tmp_path / "elsewhere", workspace / "notes" / "linked")
+    m = build_manifest(workspace)
+    kinds = {(p.path, p.kind) for p in m.problems}
+    assert ("memory/shared.md", "symlink-outside-root") in kinds
+    assert ("notes/linked", "symlink-outside-root") in kinds
+    by_path = {e.path: e for e in m.files}
+    assert by_path["memory/shared.md"].outside_root
+    assert by_path["memory/shared.md"].sha256 == file_sha256(outside)
+    assert by_path["notes/linked/shared.md"].outside_root
+
+
+def test_symlink_inside_the_root_is_not_a_problem(workspace: Path) -> None:
+    os.symlink("b.md", workspace / "memory" / "alias.md")
+    m = build_manifest(workspace)
+    assert m.problems == ()
+    assert {e.path: e.link for e in m.files}["memory/alias.md"] == "b.md"
+
+
+def test_dangling_symlink_and_loop_are_reported(workspace: Path) -> None:
+    os.symlink("nowhere.md", workspace / "memory" / "gone.md")
+    os.symlink("..", workspace / "memory" / "a" / "up")
+    m = build_manifest(workspace)
+    kinds = {(p.path, p.kind) for p in m.problems}
+    assert ("memory/gone.md", "dangling-symlink") in kinds
+    assert ("memory/a/up", "symlink-loop") in kinds
+
+
+def test_fifo_named_like_a_file_is_reported_not_read(workspace: Path) -> None:
+    os.mkfifo(workspace / "memory" / "pipe.md")
+    m = build_manifest(workspace)  # would block forever if it tried to read the FIFO
+    assert [(p.path, p.kind) for p in m.problems] == [("memory/pipe.md", "not-a-regular-file")]
+    assert "memory/pipe.md" not in {e.path for e in m.files}
+
+
+def test_unreadable_file_is_reported(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests run as root, where chmod does not stop reads; refuse this one path instead.
+    real = manifest_module.file_sha256
+
+    def refuse(path: os.PathLike[str]) -> str:
+        if Path(path).name == "b.md":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(manifest_module, "file_sha256", refuse)
+    m = build_manifest(workspace)
+    assert [(p.path, p.kind, p.detail) for p in m.problems] == [
+        ("memory/b.md", "unreadable", "Permission denied")
+    ]
+    assert "memory/b.md" not in {e.path for e in m.files}
+
+
+def test_unreadable_folder_is_reported(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.scandir
+
+    def refuse(path):
+        if Path(path).name == "notes":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    _, problems = select_files(workspace)
+    assert [(p.path, p.kind) for p in problems] == [("notes", "unreadable")]
+
+
+def test_root_must_be_a_folder(tmp_path: Path) -> None:
+    with pytest.raises(NeedlepointError, match="not a directory"):
+        build_manifest(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ({"format": "x"}, "field 'format'"),
+        ({"format": "contamination-manifest/1", "includes": [], "files": []}, "field 'root'"),
+        (
+            {"format": "contamination-manifest/1", "root": ".", "includes": [], "files": [{}]},
+            r"field 'files\[0\]\.path'",
+        ),
+        (
+            {
+                "format": "contamination-manifest/1", "root": ".", "includes": [],
+                "files": [{"path": "a", "size": True, "mtime_ns": 1, "sha256": "x"}],
+            },
+            r"field 'files\[0\]\.size'",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_manifest_names_the_field(tmp_path: Path, doc: dict, expected: str) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(NeedlepointError, match=expected):
+        read_manifest(path)
+
+
+def test_manifest_hash_does_not_depend_on_where_the_root_is(
+    workspace: Path, tmp_path: Path
+) -> None:
+    copy = Path(shutil.copytree(workspace, tmp_path / "elsewhere" / "ws2"))
+    a, b = build_manifest(workspace), build_manifest(copy)
+    assert a.root != b.root and a.files == b.files
+    assert a.sha256 == b.sha256

@@ -1,0 +1,50 @@
+"""The audit passes the reference set and is independent of the generator."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import needlepoint
+from needlepoint.cli import main
+from needlepoint.design.audit import audit_prepared
+
+FORBIDDEN = {
+    "needlepoint.design.materials",
+    "needlepoint.design.order",
+    "needlepoint.design.freeze",
+    "needlepoint.design.protocol",
+}
+
+
+@pytest.mark.parametrize("module", ["design/audit.py", "design/audit_rules.py"])
+def test_audit_imports_nothing_from_the_generator(module: str) -> None:
+    tree = ast.parse((Path(needlepoint.__file__).parent / module).read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+            imported |= {f"{node.module}.{a.name}" for a in node.names}
+    assert not imported & FORBIDDEN, imported & FORBIDDEN
+
+
+def test_reference_set_passes_every_check(reference_dir: Path) -> None:
+    report = audit_prepared(reference_dir)
+    assert report.ok
+    counts = {c.name: c.count for c in report.checks}
+    assert len(counts) >= 19 and all(counts.values())
+    assert counts["near_slots"] == 16 * 2 * 6 and counts["case_shuffle"] == 32
+
+
+def test_audit_cli_prints_every_check(
+    reference_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["audit", str(reference_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "audit OK: 19 checks" in out
+    for name in ("near_slots", "equal_length", "case_shuffle", "body_keys"):
+        assert name in out

@@ -1,0 +1,108 @@
+"""prepare is deterministic, verify regenerates byte for byte, and bad input is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from needlepoint.cli import main
+from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import load_prepared
+from needlepoint.design.verify import verify_prepared
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_two_prepares_are_identical(reference_dir: Path, tmp_path: Path) -> None:
+    again = prepare(tmp_path / "again")
+    assert _files(again) == _files(reference_dir)
+
+
+def test_prepared_folder_contents(reference_dir: Path) -> None:
+    prepared = load_prepared(reference_dir)
+    assert len(prepared.plan) == 128 and len(prepared.bodies) == 128
+    assert prepared.protocol["protocol_id"] == "context-position-similar"
+    assert prepared.protocol["version"] == 1
+    header = (reference_dir / "plan.csv").read_text().splitlines()[0]
+    assert header == "seq,block,pair,case,length,similarity,condition,order,request_sha256"
+    key = prepared.answer_key[1]
+    assert set(key) >= {"expected", "target_code", "codes_present", "near_codes"}
+    manifest = json.loads((reference_dir / "manifest.json").read_text())
+    assert set(manifest["files"]) == {
+        "protocol.json",
+        "requests.jsonl",
+        "plan.csv",
+        "answer_key.jsonl",
+    }
+    assert "needlepoint/design/materials.py" in manifest["sources"]
+
+
+def test_verify_passes_and_reports_counts(
+    reference_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", str(reference_dir)]) == 0
+    assert "verify OK: 4 files" in capsys.readouterr().out
+
+
+def test_changed_source_is_a_warning_not_a_failure(prepared_copy: Path) -> None:
+    manifest = json.loads((prepared_copy / "manifest.json").read_text())
+    manifest["sources"]["needlepoint/design/materials.py"] = "0" * 64
+    (prepared_copy / "manifest.json").write_text(json.dumps(manifest))
+    report = verify_prepared(prepared_copy)
+    assert report.ok
+    assert any("materials.py changed" in w and "still identical" in w for w in report.warnings)
+
+
+def test_prepare_refuses_a_non_empty_folder(
+    reference_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["prepare", "--out", str(reference_dir)]) == 2
+    assert "not an empty folder" in capsys.readouterr().err
+
+
+def test_protocol_override_needs_a_new_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    override = tmp_path / "p.json"
+    override.write_text(json.dumps({"cases": 4}))
+    assert main(["prepare", "--out", str(tmp_path / "a"), "--protocol", str(override)]) == 2
+    assert "v1 is frozen; cases differs" in capsys.readouterr().err
+    override.write_text(json.dumps({"cases": 4, "version": 2, "lengths": [24, 36]}))
+    assert main(["prepare", "--out", str(tmp_path / "b"), "--protocol", str(override)]) == 0
+    assert main(["verify", str(tmp_path / "b")]) == 0
+    assert main(["audit", str(tmp_path / "b")]) == 0
+    assert len(load_prepared(tmp_path / "b").plan) == 4 * 2 * 2 * 4
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"version": 2, "cases": 6}, "multiple of the 4 orders"),
+        ({"version": 2, "lengths": [8]}, "at least 12 records"),
+        ({"version": 2, "bogus": 1}, "unknown protocol field 'bogus'"),
+        ({"version": 2, "orders": ["B-M-E"]}, "permutation of B, M, E, A"),
+        ({"version": 2, "templates": {"record": "{name}"}}, "templates.record"),
+    ],
+)
+def test_bad_overrides(
+    override: dict, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(override))
+    assert main(["prepare", "--out", str(tmp_path / "x"), "--protocol", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_dry_run_prints_plan_and_budget(
+    reference_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dry-run", str(reference_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "requests: 128 (32 blocks, 16 pairs)" in out
+    assert "characters sent (message content):" in out and "network: none" in out
+    assert len(out.splitlines()) > 128

@@ -1,0 +1,83 @@
+"""Material rules, checked on the generator's own output (the audit checks them independently)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from needlepoint.design.audit_rules import classify_near, shares_word
+from needlepoint.design.materials import RequestBuilder, generate_cases, near_slots
+from needlepoint.design.protocol import reference_protocol
+
+CASES = generate_cases(reference_protocol())
+
+
+def test_near_slot_positions() -> None:
+    assert near_slots(60) == (5, 15, 25, 35, 45, 55)
+    assert near_slots(240) == (20, 60, 100, 140, 180, 220)
+    assert len(set(near_slots(12))) == 6
+
+
+def test_every_name_is_eight_characters_and_codes_match() -> None:
+    code = re.compile(r"[A-Z]{2}-[0-9]{4}")
+    for case in CASES:
+        names = [case.target_name, *case.near_names]
+        codes = [case.target_code]
+        for bg in case.backgrounds:
+            names += [*bg.names, bg.placeholder_name]
+            codes += [*bg.codes, bg.placeholder_code]
+        assert all(len(n) == 8 and n.endswith("项目") for n in names)
+        assert all(code.fullmatch(c) for c in codes)
+
+
+def test_codes_never_repeat_across_the_set() -> None:
+    codes = []
+    for case in CASES:
+        codes.append(case.target_code)
+        for bg in case.backgrounds:
+            codes += [*bg.codes, bg.placeholder_code]
+    assert len(codes) == len(set(codes))
+
+
+def test_two_near_names_of_each_kind_and_kinds_are_real() -> None:
+    for case in CASES:
+        assert Counter(case.near_kinds) == {"substitution": 2, "swap": 2, "qualifier": 2}
+        for name, kind in zip(case.near_names, case.near_kinds, strict=True):
+            assert classify_near(name, case.target_name) == kind
+
+
+def test_unrelated_names_share_no_word_with_the_target() -> None:
+    for case in CASES:
+        for bg in case.backgrounds:
+            for name in (*bg.names, bg.placeholder_name):
+                assert not shares_word(name, case.target_name, "项目")
+                assert classify_near(name, case.target_name) is None
+
+
+def test_conditions_place_target_and_placeholder() -> None:
+    p = reference_protocol()
+    builder = RequestBuilder(p)
+    case = CASES[0]
+    bg = case.backgrounds[0]
+    target_line = f"名称：{case.target_name}，交接编码：{case.target_code}"
+    for cond, index in (("B", 0), ("M", 30), ("E", 60)):
+        req = builder.build(case, bg, "low", cond)
+        records = req.body["messages"][1]["content"].split("\n")[1:62]
+        assert records.index(target_line) == index
+        assert req.expected == case.target_code
+    absent = builder.build(case, bg, "high", "A")
+    content = absent.body["messages"][1]["content"]
+    assert case.target_code not in content and absent.expected == "UNKNOWN"
+    assert content.count(case.target_name) == 1  # only in the question
+    assert sorted(absent.body) == ["max_tokens", "messages", "model", "temperature"]
+
+
+def test_low_and_high_differ_only_in_slot_names() -> None:
+    builder = RequestBuilder(reference_protocol())
+    case = CASES[2]
+    for bg in case.backgrounds:
+        low = builder.lines(case, bg, "low")
+        high = builder.lines(case, bg, "high")
+        differ = [i for i, (a, b) in enumerate(zip(low, high, strict=True)) if a != b]
+        assert differ == list(bg.slots)
+        assert all(low[i][-7:] == high[i][-7:] for i in differ)

@@ -1,0 +1,51 @@
+"""The design notebook's tables and order figure, computed from a prepared folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from needlepoint.design import views as dv
+from needlepoint.design.audit import audit_prepared
+from needlepoint.design.prepared import load_prepared
+
+
+def test_excerpt_has_one_near_name_of_each_kind(reference_dir: Path) -> None:
+    table = dv.excerpt_table(load_prepared(reference_dir), "S1")
+    assert list(table.index) == [
+        "Target",
+        "One-character change",
+        "Reordered words",
+        "Changed qualifier",
+    ]
+    target = table.loc["Target", "project name"]
+    one_char = table.loc["One-character change", "project name"]
+    assert sum(a != b for a, b in zip(target, one_char, strict=True)) == 1
+    assert table["code"].str.fullmatch(r"[A-Z]{2}-[0-9]{4}").all()
+
+
+def test_positions_and_lengths(reference_dir: Path) -> None:
+    prepared = load_prepared(reference_dir)
+    positions = dv.positions_table(prepared.protocol)
+    assert positions.loc[60, "near-name slots floor((2k+1)N/12)"] == "5, 15, 25, 35, 45, 55"
+    assert positions.loc[240, "M at"] == 120
+    lengths = dv.equal_length_table(prepared)
+    assert len(lengths) == 16 and lengths["all equal"].all()
+
+
+def test_order_figure_is_byte_stable(reference_dir: Path, tmp_path: Path) -> None:
+    prepared = load_prepared(reference_dir)
+    a = dv.order_figure(prepared, tmp_path / "a.png").read_bytes()
+    b = dv.order_figure(prepared, tmp_path / "b.png").read_bytes()
+    assert a == b and a.startswith(b"\x89PNG")
+
+
+def test_manifest_and_audit_tables(reference_dir: Path) -> None:
+    prepared = load_prepared(reference_dir)
+    manifest = dv.manifest_table(prepared)
+    assert manifest.iloc[-1]["sha256"] == prepared.fingerprint
+    audit = dv.audit_table(audit_prepared(reference_dir))
+    assert (audit["failed"] == 0).all() and (audit["items"] > 0).all()
+
+
+def test_preview_matches_a_prepared_folder(reference_dir: Path) -> None:
+    assert dv.preview().fingerprint == load_prepared(reference_dir).fingerprint

@@ -1,0 +1,113 @@
+"""The papermill pipeline: parameter routing, refusals, and a failing cell that is named."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from needlepoint.cli import main
+from needlepoint.errors import NeedlepointError
+from needlepoint.notebook import pipeline
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def _notebook(path: Path, cells: list[str], tags: dict[int, list[str]] | None = None) -> Path:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "needlepoint",
+        "display_name": "needlepoint",
+        "language": "python",
+    }
+    nb.cells = [new_code_cell(c) for c in cells]
+    for i, t in (tags or {}).items():
+        nb.cells[i].metadata["tags"] = t
+    nbformat.write(nb, path)
+    return path
+
+
+def test_parameters_route_to_the_notebooks_that_declare_them(tmp_path: Path) -> None:
+    a = _notebook(tmp_path / "a.ipynb", ["x = 1\ny = 'a'"], {0: ["parameters"]})
+    b = _notebook(tmp_path / "b.ipynb", ["x = 2"], {0: ["parameters"]})
+    routed = pipeline.plan_parameters([a, b], {"y": "z", "x": 5})
+    assert routed == [(a, {"y": "z", "x": 5}), (b, {"x": 5})]
+    with pytest.raises(NeedlepointError, match="no notebook has a parameter named 'nope'"):
+        pipeline.plan_parameters([a, b], {"nope": 1})
+
+
+def test_parse_value() -> None:
+    assert pipeline.parse_value("12") == 12
+    assert pipeline.parse_value("null") is None
+    assert pipeline.parse_value("position") == "position"
+
+
+def test_every_notebook_has_a_literal_parameters_cell_and_no_outputs() -> None:
+    for name in pipeline.NOTEBOOKS:
+        path = NOTEBOOKS / f"{name}.ipynb"
+        if not path.exists():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        assert nb.cells[0].cell_type == "markdown", name
+        params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(params) == 1, name
+        for statement in ast.parse(params[0].source).body:
+            assert isinstance(statement, ast.Assign), f"{name}: parameters hold assignments only"
+            ast.literal_eval(statement.value)  # raises unless the value is a literal
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), name
+        assert nb.metadata["kernelspec"]["name"] == "needlepoint"
+
+
+def test_bad_label_and_existing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["pipeline", "--label", "Bad Label", "--evidence-root", str(tmp_path)]) == 2
+    assert "lower-case letters" in capsys.readouterr().err
+    (tmp_path / "20260101-x").mkdir()
+    (tmp_path / "20260101-x" / "keep.txt").write_text("keep")
+    code = main(
+        ["pipeline", "--label", "x", "--date", "20260101", "--evidence-root", str(tmp_path)]
+    )
+    assert code == 2 and "already exists" in capsys.readouterr().err
+    assert (tmp_path / "20260101-x" / "keep.txt").read_text() == "keep"
+
+
+def test_failed_cell_stops_and_keeps_the_partial_notebook(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    _notebook(
+        nbdir / "01-design.ipynb",
+        ["n = 1", "print('before')", "1 / 0", "print('never')"],
+        {0: ["parameters"]},
+    )
+    _notebook(nbdir / "02-freeze.ipynb", ["print('not reached')"])
+    with pytest.raises(pipeline.PipelineFailed) as exc:
+        pipeline.run_pipeline(
+            "t",
+            {},
+            evidence_root=tmp_path / "ev",
+            notebooks_dir=nbdir,
+            date="20260101",
+            only=["01-design", "02-freeze"],
+        )
+    message = str(exc.value)
+    assert "01-design.ipynb failed in cell" in message and "ZeroDivisionError" in message
+    kept = tmp_path / "ev" / "20260101-t" / "01-design.ipynb"
+    assert kept.exists() and "before" in kept.read_text()
+    assert not (tmp_path / "ev" / "20260101-t" / "02-freeze.ipynb").exists()
+
+
+def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
+    a = _notebook(tmp_path / "a.ipynb", ["x = 1"])
+    b = _notebook(tmp_path / "b.ipynb", ["y = 2"])
+    pages = [pipeline.render_html(a).read_text(), pipeline.render_html(b).read_text()]
+    sheets = sorted(tmp_path.glob("notebook-*.css"))
+    assert len(sheets) == 1 and sheets[0].stat().st_size > 10_000
+    for page in pages:
+        head = page[: page.index("</head>")]
+        assert f'<link rel="stylesheet" href="{sheets[0].name}">' in head
+        assert "<style" not in head and '<script type="module">' not in head
+    assert len(sorted(tmp_path.glob("notebook-*.mjs"))) == 1

@@ -1,0 +1,221 @@
+"""results.csv from the journal alone, and audit-run catching every kind of after-the-fact edit."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from needlepoint.cli import main
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import canonical_bytes
+from needlepoint.run.journal import HEAD_NAME, JOURNAL_NAME, record_hash
+from needlepoint.run.loop import run_protocol
+from needlepoint.run.results import RESULT_COLUMNS, load_run_results, write_results
+
+FORMATS_COLUMNS = (
+    "seq,block,pair,case,length,similarity,condition,order,request_sha256,status,kind,"
+    "response_text,http_status,latency_s,prompt_tokens,completion_tokens,cost,simulation,"
+    "journal_sha256"
+).split(",")
+
+
+@pytest.fixture(scope="module")
+def faulty_run(reference_dir, tmp_path_factory):
+    """A simulated run with failures, known costs, unknown costs, then a stop at HTTP 429."""
+    run = tmp_path_factory.mktemp("faulty") / "run"
+    rates = {"input_rate": 0.5, "output_rate": 1.5}
+    run_protocol(reference_dir, run, allow=40, simulate="faulty", progress="off", **rates)
+    return run
+
+
+@pytest.fixture
+def run(faulty_run, tmp_path):
+    """A private copy that a test may tamper with."""
+    import shutil
+
+    return shutil.copytree(faulty_run, tmp_path / "run")
+
+
+def read_csv(path):
+    return list(csv.DictReader(io.StringIO(path.read_text("utf-8"))))
+
+
+def test_results_csv_has_every_planned_row(run, capsys):
+    assert main(["results", str(run)]) == 0
+    assert "SIMULATION" in capsys.readouterr().out
+    text = (run / "results.csv").read_bytes()
+    assert b"\r" not in text and text.endswith(b"\n")
+    assert text.split(b"\n")[0].decode().split(",") == FORMATS_COLUMNS == list(RESULT_COLUMNS)
+    rows = read_csv(run / "results.csv")
+    assert [int(r["seq"]) for r in rows] == list(range(1, 129))
+    by_status = {r["status"] for r in rows}
+    assert by_status == {"correct", "protocol_failure", "unexecuted"}
+    head = json.loads((run / HEAD_NAME).read_text())["sha256"]
+    assert {r["journal_sha256"] for r in rows} == {head}
+    assert {r["simulation"] for r in rows} == {"true"}
+    unexecuted = [r for r in rows if r["status"] == "unexecuted"]
+    assert all(r["kind"] == r["http_status"] == r["cost"] == "" for r in unexecuted)
+    # Unknown is empty, never 0: a timeout has no tokens, a response without usage no cost.
+    timeout = next(r for r in rows if r["kind"] == "indeterminate_timeout")
+    assert timeout["http_status"] == timeout["prompt_tokens"] == timeout["cost"] == ""
+    no_usage = next(r for r in rows if r["status"] == "correct" and r["cost"] == "")
+    assert no_usage["prompt_tokens"] == ""
+    priced = next(r for r in rows if r["cost"])
+    assert float(priced["cost"]) == pytest.approx(
+        (int(priced["prompt_tokens"]) * 0.5 + int(priced["completion_tokens"]) * 1.5) / 1e6
+    )
+
+
+def test_analysis_reads_the_same_columns(run):
+    from needlepoint.analysis import inputs as analysis_input
+
+    assert tuple(analysis_input.RESULT_COLUMNS) == RESULT_COLUMNS
+    write_results(run)
+    loaded = analysis_input.from_run(run)
+    assert loaded.simulation is True
+
+
+def test_edited_results_csv_is_refused(run):
+    write_results(run)
+    assert len(load_run_results(run).rows) == 128
+    path = run / "results.csv"
+    text = path.read_text()
+    path.write_text(text.replace("protocol_failure,finish_reason", "correct,", 1))
+    with pytest.raises(NeedlepointError, match=r"results\.csv:3: differs"):
+        load_run_results(run)
+    path.write_text(text + text.splitlines()[-1] + "\n")
+    with pytest.raises(NeedlepointError, match=r"results\.csv:\d+: differs"):
+        load_run_results(run)
+
+
+def lines(run):
+    return (run / JOURNAL_NAME).read_bytes().splitlines(keepends=True)
+
+
+def rechain(run, records):
+    """Forge a journal properly: recompute every prev and the head, as a careful editor would."""
+    prev, out = "0" * 64, []
+    for n, record in enumerate(records):
+        record = {**record, "n": n, "prev": prev}
+        out.append(canonical_bytes(record) + b"\n")
+        prev = record_hash(record)
+    (run / JOURNAL_NAME).write_bytes(b"".join(out))
+    head = {"format": 1, "records": len(records), "sha256": prev}
+    (run / HEAD_NAME).write_bytes(canonical_bytes(head) + b"\n")
+
+
+def records(run):
+    return [json.loads(line) for line in lines(run)]
+
+
+def audit_cli(run, capsys):
+    code = main(["audit-run", str(run)])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_clean_run_passes_audit(run, capsys):
+    write_results(run)
+    code, out = audit_cli(run, capsys)
+    assert code == 0 and "audit-run: ok" in out and "checked results.csv: 1" in out
+
+
+@pytest.mark.parametrize("edit", ["edit", "delete", "reorder", "truncate"])
+def test_journal_edits_are_detected(run, capsys, edit):
+    ls = lines(run)
+    if edit == "edit":
+        ls[4] = ls[4].replace(b'"status":"protocol_failure"', b'"status":"correct"')
+    elif edit == "delete":
+        del ls[4]
+    elif edit == "reorder":
+        ls[3], ls[5] = ls[5], ls[3]
+    else:
+        ls = ls[:-2]
+    assert b"".join(ls) != b"".join(lines(run)), "the edit must change the journal"
+    (run / JOURNAL_NAME).write_bytes(b"".join(ls))
+    code, out = audit_cli(run, capsys)
+    assert code == 1 and "PROBLEM" in out
+    with pytest.raises(NeedlepointError, match="journal chain broken"):
+        load_run_results(run)
+
+
+def test_rechained_score_edit_is_caught_by_reclassification(run, capsys):
+    rs = records(run)
+    outcome = next(r for r in rs if r["type"] == "outcome" and r["classification"]["kind"])
+    outcome["classification"] = {**outcome["classification"], "status": "correct", "kind": ""}
+    rechain(run, rs)
+    code, out = audit_cli(run, capsys)
+    assert code == 1 and "recorded classification differs" in out
+
+
+def test_rechained_double_send_and_skipped_gap_are_caught(run, capsys):
+    rs = records(run)
+    attempts = [r for r in rs if r["type"] == "attempt"]
+    attempts[3]["seq"] = attempts[2]["seq"]
+    attempts[5]["gap_s"] = 1.0
+    rechain(run, rs)
+    code, out = audit_cli(run, capsys)
+    assert code == 1
+    assert "sent a second time" in out and "below the minimum" in out
+
+
+def test_rechained_send_after_a_stop_rule_is_caught(run, capsys):
+    rs = records(run)
+    stop = next(i for i, r in enumerate(rs) if r["type"] == "stop")
+    last_outcome = rs[stop - 1]
+    extra_attempt = {**rs[stop - 2], "seq": 41, "time": last_outcome["time"], "gap_s": 20.0}
+    from needlepoint.design.prepared import load_prepared
+
+    prepared = load_prepared(run / json.loads((run / "run.json").read_text())["prepared_dir"])
+    extra_attempt["request_sha256"] = prepared.plan[40].request_sha256
+    rs.insert(stop, extra_attempt)
+    rechain(run, rs)
+    code, out = audit_cli(run, capsys)
+    assert code == 1 and "after a stop rule fired" in out
+
+
+def test_edited_run_json_is_caught(run, capsys):
+    meta = json.loads((run / "run.json").read_text())
+    meta["simulation"] = False
+    (run / "run.json").write_bytes(canonical_bytes(meta) + b"\n")
+    code, out = audit_cli(run, capsys)
+    assert code == 1 and "run.json was edited" in out
+
+
+def test_edited_context_manifest_is_caught(run, capsys):
+    path = run / "context_manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["sent"][0]["request_sha256"] = "0" * 64
+    path.write_text(json.dumps(manifest))
+    code, out = audit_cli(run, capsys)
+    assert code == 1 and "sent list differs" in out
+
+
+def test_context_manifest_lists_every_body_sent(run):
+    manifest = json.loads((run / "context_manifest.json").read_text())
+    meta = json.loads((run / "run.json").read_text())
+    assert manifest["prepared_manifest_sha256"] == meta["prepared_fingerprint"]
+    attempts = [r for r in records(run) if r["type"] == "attempt"]
+    assert [(s["seq"], s["request_sha256"]) for s in manifest["sent"]] == [
+        (a["seq"], a["request_sha256"]) for a in attempts
+    ]
+    assert set(manifest["prepared_files"]) >= {"requests.jsonl", "plan.csv"}
+
+
+def test_missing_run_folder_is_one_line(tmp_path, capsys):
+    assert main(["results", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "run.json" in err
+
+
+def test_journal_summary_is_readable_and_deterministic(faulty_run):
+    from needlepoint.run.results import journal_summary
+
+    lines = journal_summary(faulty_run)
+    assert lines == journal_summary(faulty_run)
+    assert lines[0].startswith("session 1 at 2026-01-01T00:00:00.000000Z: allow 40")
+    assert any("stop_status: HTTP 429 at seq 30" in line for line in lines)
+    assert "gaps: min 20 s, median 20 s" in lines

@@ -1,0 +1,1 @@
+"""Test-only helpers: a misbehaving loopback server and factories for inputs."""

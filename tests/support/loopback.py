@@ -1,0 +1,229 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1 that misbehaves on request.
+
+Tests and the runner benchmark talk to it over a real socket, so the runner's transport,
+timeouts and deadline are exercised as they will be against a provider. Each request consumes
+the next *mode* from a script (``normal`` when the script is empty); the server counts every
+request it received, which is how the tests prove that nothing was retried.
+
+Modes: ``normal``, ``content:TEXT``, ``length``, ``wrong_model``, ``empty``, ``no_usage``,
+``broken_json``, ``status:CODE``, ``hang:S``, ``slow:S``, ``trickle:S`` (body one byte every S
+seconds), ``trickle_headers:S``, ``drop`` (close without answering), ``drop_mid`` (close
+halfway through the body).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request as the server saw it."""
+
+    number: int
+    mode: str
+    sha256: str
+    authorization: str
+    received: float
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        owner = self.server.owner
+        number, mode = owner._record(body, self.headers.get("Authorization", ""))
+        name, _, arg = mode.partition(":")
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = {}
+        content = owner.answer(body, payload) if name != "content" else arg
+        stop = owner._stop
+        if name == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if name in ("hang", "slow"):
+            stop.wait(float(arg or 30))
+        if name == "status":
+            code = int(arg)
+            self._send(code, json.dumps({"error": {"message": f"status {code}"}}).encode(), number)
+            return
+        if name == "broken_json":
+            self._send(200, b'{"choices": [{"message": ', number)
+            return
+        data = {
+            "id": f"chatcmpl-loop-{number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "other-model" if name == "wrong_model" else payload.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "length" if name == "length" else "stop",
+                    "message": {"role": "assistant", "content": "" if name == "empty" else content},
+                }
+            ],
+        }
+        if name != "no_usage":
+            prompt = len(body) // 4
+            data["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": 3,
+                "total_tokens": prompt + 3,
+            }
+        out = json.dumps(data).encode()
+        if name == "trickle_headers":
+            self._trickle_headers(out, float(arg or 0.05), stop)
+        elif name == "trickle":
+            self._send_headers(200, len(out), number)
+            for i in range(len(out)):
+                if stop.wait(float(arg or 0.05)):
+                    return
+                self.wfile.write(out[i : i + 1])
+                self.wfile.flush()
+        elif name == "drop_mid":
+            self._send_headers(200, len(out), number)
+            self.wfile.write(out[: len(out) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        else:
+            self._send(200, out, number)
+
+    def _send_headers(self, code: int, length: int, number: int) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(length))
+        self.send_header("x-request-id", f"loop-{number}")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def _send(self, code: int, out: bytes, number: int) -> None:
+        self._send_headers(code, len(out), number)
+        self.wfile.write(out)
+
+    def _trickle_headers(self, out: bytes, interval: float, stop: threading.Event) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        head += f"Content-Length: {len(out)}\r\nConnection: close\r\n".encode()
+        head += b"X-Padding: " + b"x" * 400 + b"\r\n\r\n"
+        for i in range(len(head)):
+            if stop.wait(interval):
+                return
+            self.wfile.write(head[i : i + 1])
+            self.wfile.flush()
+        self.wfile.write(out)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: LoopbackServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (deadline, timeout) breaks the pipe: expected, not news.
+        pass
+
+
+class LoopbackServer:
+    """Start with ``with LoopbackServer() as server:``; ``server.base_url`` ends in ``/v1``."""
+
+    def __init__(self, answer: Callable[[bytes, dict[str, Any]], str] | None = None) -> None:
+        self.answer = answer or (lambda body, payload: "UNKNOWN")
+        self.requests: list[Received] = []
+        self._script: deque[str] = deque()
+        self._lock = threading.Condition()
+        self._stop = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        # A short poll interval so that stop() returns promptly.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def script(self, modes: Iterable[str]) -> None:
+        """Queue modes for the next requests, in arrival order."""
+        with self._lock:
+            self._script.extend(modes)
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> bool:
+        """Block until at least ``count`` requests have arrived."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self.requests) >= count, timeout)
+
+    def _record(self, body: bytes, authorization: str) -> tuple[int, str]:
+        with self._lock:
+            mode = self._script.popleft() if self._script else "normal"
+            number = len(self.requests) + 1
+            sha = hashlib.sha256(body).hexdigest()
+            self.requests.append(Received(number, mode, sha, authorization, time.monotonic()))
+            self._lock.notify_all()
+            return number, mode
+
+    def start(self) -> LoopbackServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()  # releases hanging and trickling handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def answers_from(answer_key: dict[int, dict[str, Any]], bodies: dict[int, bytes]) -> Callable:
+    """An ``answer`` function that replies with the expected answer of each frozen body."""
+    table = {hashlib.sha256(bodies[s]).hexdigest(): answer_key[s]["expected"] for s in bodies}
+    return lambda body, payload: table.get(hashlib.sha256(body).hexdigest(), "UNKNOWN")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/support/loopback.py PREPARED_DIR``: serve correct answers until stdin closes.
+
+    Prints the base URL on the first line, for benchmarks and manual tries in another process.
+    """
+    import argparse
+    import sys
+
+    from needlepoint.design.prepared import load_prepared
+
+    parser = argparse.ArgumentParser(prog="loopback.py")
+    parser.add_argument("prepared", help="prepared folder whose answers to serve")
+    args = parser.parse_args(argv)
+    p = load_prepared(args.prepared)
+    with LoopbackServer(answers_from(p.answer_key, p.bodies)) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()  # until the parent closes our stdin
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
