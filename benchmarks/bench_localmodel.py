@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from needlepoint.design.prepared import load_prepared
-from needlepoint.local.model import served_model
+from needlepoint.local.server import served_model
 
 PERF = re.compile(r"(prompt eval|\beval) time =\s+([\d.]+) ms /\s+(\d+) (?:tokens|runs)")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from needlepoint.analysis.document import analyze_run
-from needlepoint.analysis.power import power_report
+from needlepoint.analysis.power_report import power_report
 from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
 from needlepoint.design import views as dv
 from needlepoint.design.audit import audit_prepared

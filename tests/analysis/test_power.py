@@ -14,10 +14,10 @@ from needlepoint.analysis.power import (
     CONDITIONS,
     decide_runs,
     design_index,
-    detectable_effect,
     power_grid,
     simulate_runs,
 )
+from needlepoint.analysis.power_report import detectable_effect
 from needlepoint.analysis.primary import SUPPORTED, decide, primary
 from needlepoint.design.prepared import Prepared
 from needlepoint.design.protocol import reference_protocol

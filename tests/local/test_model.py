@@ -18,7 +18,9 @@ import pytest
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.local import model as localmodel
-from needlepoint.local.model import PackagedModel, Server
+from needlepoint.local import server as localserver
+from needlepoint.local.model import PackagedModel
+from needlepoint.local.server import Server
 from needlepoint.local.tokens import TOKEN_COUNTS_FILE, _slope, require_token_counts
 
 
@@ -70,7 +72,7 @@ def test_unknown_model_key_lists_known():
 def test_free_port_is_bindable():
     import socket
 
-    port = localmodel.free_port()
+    port = localserver.free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
 
@@ -96,7 +98,7 @@ def test_server_that_dies_reports_status_and_last_log_lines(tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=fh, stderr=subprocess.STDOUT)
     proc.wait()
     with pytest.raises(NeedlepointError) as info:
-        localmodel._wait_ready(proc, _fake_server(log, proc.pid), timeout_s=5)
+        localserver._wait_ready(proc, _fake_server(log, proc.pid), timeout_s=5)
     assert "exited with status 3" in str(info.value)
     assert "bad magic in GGUF" in str(info.value)
 
@@ -108,22 +110,22 @@ def test_server_that_never_answers_hits_the_deadline(tmp_path):
     try:
         start = time.monotonic()
         with pytest.raises(NeedlepointError, match=r"within 1 s.*still loading"):
-            localmodel._wait_ready(proc, _fake_server(log, proc.pid), timeout_s=1)
+            localserver._wait_ready(proc, _fake_server(log, proc.pid), timeout_s=1)
         assert time.monotonic() - start < 10
     finally:
-        localmodel._stop(proc)
+        localserver._stop(proc)
     assert proc.returncode is not None
 
 
 def test_stop_kills_a_child_that_ignores_sigterm(monkeypatch):
-    monkeypatch.setattr(localmodel, "STOP_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(localserver, "STOP_TIMEOUT_S", 0.5)
     code = (
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
         "print(1, flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     proc.stdout.readline()  # the handler is installed
-    localmodel._stop(proc)
+    localserver._stop(proc)
     assert proc.returncode == -signal.SIGKILL
 
 
@@ -167,7 +169,7 @@ def _mini_prepared(root: Path, max_tokens: int) -> Path:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llama") / "server.log"
-    with localmodel.served_model(n_ctx=MINI_N_CTX, log_path=log) as running:
+    with localserver.served_model(n_ctx=MINI_N_CTX, log_path=log) as running:
         yield running
     assert running.pid  # after the block the child has been waited for
     with pytest.raises(ProcessLookupError):
@@ -176,7 +178,7 @@ def server(tmp_path_factory):
 
 @live
 def test_facts_name_the_gguf_and_server(server):
-    facts = localmodel.server_facts(server)
+    facts = localserver.server_facts(server)
     assert facts["models_response"]["data"][0]["id"] == server.alias
     assert facts["gguf"]["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert facts["gguf"]["matches_wheel_record"] is True

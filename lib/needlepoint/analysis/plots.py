@@ -1,19 +1,16 @@
 """The analysis figures as PNG files: readable labels, counts on the cells, byte-for-byte stable.
 
-Figures are drawn on a bare ``matplotlib.figure.Figure`` (Agg), never through pyplot, so they
-touch no global figure registry and need no closing; the default style is applied for each one
-so a notebook's rcParams cannot change the bytes, and the PNG metadata carries no version.
+Each figure is drawn inside ``stable_figure`` (see ``needlepoint.analysis.figure``).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from needlepoint.analysis.primary import SIMULATION_BANNER
+from needlepoint.analysis.figure import stable_figure
 
 STATUS_COLOURS = {
     "correct": "#1a9850",
@@ -31,48 +28,6 @@ STATUS_LABELS = {
 }
 
 
-@contextmanager
-def _figure(
-    size: tuple[float, float],
-    margins: tuple[float, float, float, float],
-    title: str,
-    simulation: bool,
-    path: str | Path,
-):
-    """Yield a fresh Figure in the default style, title it, then save it as a stable PNG.
-
-    ``margins`` are (left, right, top, bottom) in inches around the axes area. Fixed margins
-    instead of a layout engine: the figures look the same for every run, and drawing them does
-    not need a second measuring pass over every label.
-    """
-    import matplotlib.style
-    from matplotlib.figure import Figure
-
-    width, height = size
-    left, right, top, bottom = margins
-    top += 0.3 if simulation else 0.0  # room for the banner line
-    with matplotlib.style.context("default"):
-        fig = Figure(figsize=(width, height + (0.3 if simulation else 0.0)), dpi=100)
-        h = fig.get_figheight()
-        fig.subplots_adjust(
-            left=left / width, right=1 - right / width, top=1 - top / h, bottom=bottom / h
-        )
-        yield fig
-        text = f"{SIMULATION_BANNER}\n{title}" if simulation else title
-        fig.suptitle(
-            text,
-            y=1 - 0.08 / h,
-            va="top",
-            fontweight="bold",
-            color="#b2182b" if simulation else "black",
-        )
-        # No "Software" entry: the bytes must not change with the matplotlib version string.
-        fig.savefig(
-            path, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
-        )
-    fig.clear()
-
-
 def accuracy_heatmap(
     cells: Sequence[dict[str, Any]], path: str | Path, simulation: bool = False
 ) -> Path:
@@ -84,7 +39,7 @@ def accuracy_heatmap(
     conds = list(dict.fromkeys(c["condition"] for c in cells))
     title = "Exact-correct rate by position and background length"
     size = (1.6 + 3.2 * len(sims) + 1.1, 1.5 + 0.85 * len(conds))
-    with _figure(size, (1.5, 1.3, 0.75, 0.75), title, simulation, path) as fig:
+    with stable_figure(size, (1.5, 1.3, 0.75, 0.75), title, simulation, path) as fig:
         fig.subplots_adjust(wspace=0.08)
         axes = fig.subplots(1, len(sims), squeeze=False, sharey=True)[0]
         image = None
@@ -137,7 +92,9 @@ def forest_plot(primary: dict[str, Any], path: str | Path, simulation: bool = Fa
     cases = primary["cases"]
     title = "Similarity difference in middle loss (high − low), per complete case"
     rows = len(cases) + 1
-    with _figure((8.5, 1.5 + 0.4 * rows), (1.4, 1.5, 0.55, 0.6), title, simulation, path) as fig:
+    with stable_figure(
+        (8.5, 1.5 + 0.4 * rows), (1.4, 1.5, 0.55, 0.6), title, simulation, path
+    ) as fig:
         ax = fig.subplots()
         markers = ["^", "v", "s", "P"]
         # One scatter per series (not per point): each call builds its own collection.
@@ -191,7 +148,7 @@ def bootstrap_plot(primary: dict[str, Any], path: str | Path, simulation: bool =
     """The bootstrap distribution of the mean difference, with threshold, zero and interval."""
     interval = primary.get("interval")
     title = "Case-cluster bootstrap distribution of the difference"
-    with _figure((8.5, 3.8), (0.9, 1.7, 0.8, 0.6), title, simulation, path) as fig:
+    with stable_figure((8.5, 3.8), (0.9, 1.7, 0.8, 0.6), title, simulation, path) as fig:
         ax = fig.subplots()
         if interval:
             values = [d["value"] for d in interval["distribution"]]
@@ -264,7 +221,7 @@ def completeness_grid(outcomes: Sequence[Any], path: str | Path, simulation: boo
             grid[y, x] = keys.index("indeterminate" if o.category == "indeterminate" else o.status)
     title = "Completeness in execution order (one row per block)"
     size = (8.4, 1.1 + 0.22 * len(rows))
-    with _figure(size, (2.9, 1.4, 0.45, 0.6), title, simulation, path) as fig:
+    with stable_figure(size, (2.9, 1.4, 0.45, 0.6), title, simulation, path) as fig:
         ax = fig.subplots()
         # One image instead of a patch per cell: the grid is drawn in a single pass.
         ax.imshow(
@@ -326,22 +283,3 @@ def _short(kind: str) -> str:
         "http_status": "HTTP status",
         "model_mismatch": "wrong model",
     }.get(kind, kind.replace("_", " "))[:18]
-
-
-def power_curve(
-    table: Any, path: str | Path, target: float = 0.8, threshold: float | None = None
-) -> Path:
-    """P(decision = supported) against the added middle loss, one line per number of cases."""
-    title = "Design sensitivity: probability that the decision is 'supported'"
-    with _figure((7.0, 4.2), (0.8, 0.3, 0.5, 0.6), title, False, path) as fig:
-        ax = fig.subplots()
-        for n_cases, group in table.groupby("cases", sort=True):
-            ax.plot(group["effect"], group["power"], marker="o", ms=3, label=f"{n_cases} cases")
-        ax.axhline(target, color="grey", ls=":", lw=1, label=f"{target:.0%}")
-        if threshold is not None:
-            ax.axvline(threshold, color="#b2182b", ls="--", lw=1, label=f"threshold {threshold:g}")
-        ax.set_xlabel("added middle loss under high similarity (true difference)")
-        ax.set_ylabel("P(supported)")
-        ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=8)
-    return Path(path)

@@ -63,7 +63,7 @@ def _shown(path: Path) -> str:
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
-    from needlepoint.analysis.power import power_report
+    from needlepoint.analysis.power_report import power_report
 
     for line in power_report(
         cases=args.cases,

@@ -15,11 +15,10 @@ from needlepoint.local.model import (
     locate_model,
     locate_server,
     model_spec,
-    served_model,
-    server_facts,
     version_of,
     wheel_recorded_sha256,
 )
+from needlepoint.local.server import served_model, server_facts
 
 
 def _cmd_locate(args: argparse.Namespace) -> int:

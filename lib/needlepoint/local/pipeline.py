@@ -37,7 +37,7 @@ def run_local_pipeline(
     date: str | None = None,
 ) -> Path:
     """Serve the packaged model and run the pipeline live into ``evidence_root/<date>-<label>``."""
-    from needlepoint.local.model import served_model, server_facts
+    from needlepoint.local.server import served_model, server_facts
     from needlepoint.local.tokens import check_token_counts
     from needlepoint.notebook.pipeline import run_pipeline
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.local.model import SERVER_DISTRIBUTION, Server, gguf_sha256, version_of
+from needlepoint.local.model import SERVER_DISTRIBUTION, gguf_sha256, version_of
+from needlepoint.local.server import Server
 
 TOKEN_COUNTS_FILE = "token_counts.json"
 TOKEN_COUNTS_FORMAT = 1

@@ -8,28 +8,21 @@ last completion time are read back from the journal, so a resume never grants fr
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import needlepoint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
-from needlepoint.run import folder as runrecord
-from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
+from needlepoint.run import folder as run_folder
+from needlepoint.run.clock import SIM_EPOCH, iso_utc
 from needlepoint.run.journal import Journal
 from needlepoint.run.journal_records import (
     JournalState,
-    Scrubber,
-    cost_of,
-    interrupted_fields,
-    outcome_fields,
-    usage_of,
 )
-from needlepoint.run.progress import PROGRESS_MODES, Progress
-from needlepoint.run.scoring import PROTOCOL_FAILURE, classify
+from needlepoint.run.progress import PROGRESS_MODES
+from needlepoint.run.session import Session
 from needlepoint.run.settings import DEFAULT_TIMEOUT_S, Settings, check_settings
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RunSummary", "run_protocol"]
@@ -64,192 +57,6 @@ class RunSummary:
         ]
 
 
-class _Stop(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
-
-
-class _Session:
-    """One invocation of the runner on one run folder: the loop and its stop rules."""
-
-    def __init__(self, s: Settings, journal: Journal, progress: str) -> None:
-        self.s = s
-        self.journal = journal
-        self.state = JournalState.of(journal.records)
-        self.scrub = Scrubber(s.api_key)
-        if s.simulation:
-            self.clock: Any = SimClock(max(self.state.last_time or 0.0, SIM_EPOCH))
-        else:
-            self.clock = RealClock()
-        self.last_done_mono: float | None = None
-        self.sent = 0
-        self.failures_in_a_row = 0
-        self.last = "-"
-        plan = s.prepared.plan
-        self.progress = Progress(
-            progress, len(plan), len(self.state.attempts), "SIMULATION" if s.simulation else "run"
-        )
-
-    def append(self, type_: str, **fields: Any) -> dict[str, Any]:
-        record = self.journal.append(type_, **self.scrub(fields))
-        self.state.add(record)
-        return record
-
-    def now(self) -> str:
-        return iso_utc(self.clock.now())
-
-    def since_done(self) -> float | None:
-        """Seconds since the latest completion, to the microsecond (None before the first)."""
-        if self.last_done_mono is not None:
-            return round(self.clock.monotonic() - self.last_done_mono, 6)
-        if self.state.last_done is not None:
-            return round(self.clock.now() - self.state.last_done, 6)
-        return None
-
-    def transport(self) -> Any:
-        from needlepoint.run.transport import Transport
-
-        mock = None
-        if self.s.simulation:
-            from needlepoint.run.simulate import Simulator
-
-            sim = Simulator(
-                self.s.simulate,
-                self.s.prepared,
-                self.clock,
-                timeout_s=self.s.timeout_s,
-                deadline_s=self.s.deadline_s,
-                params=self.s.sim_params,
-            )
-            mock = sim.transport()
-        return Transport(
-            self.s.base_url or "http://simulation.invalid/v1",
-            api_key=self.s.api_key,
-            timeout_s=self.s.timeout_s,
-            deadline_s=self.s.deadline_s,
-            clock=self.clock,
-            mock=mock,
-            user_agent=f"needlepoint/{needlepoint.__version__}",
-        )
-
-    def check_budget(self) -> None:
-        """Stop rules that apply before a request may be sent."""
-        if self.state.attempt_count >= self.s.allow:
-            raise _Stop(
-                "allowance_spent",
-                f"{self.state.attempt_count} attempts recorded, --allow {self.s.allow}",
-            )
-        if self.s.cost_cap is not None:
-            if self.state.unknown_cost:
-                seq = self.state.unknown_cost[-1]
-                raise _Stop(
-                    "cost_unknown",
-                    f"the cost of seq {seq} is unknown (no usage in the response), so the cap "
-                    f"of {self.s.cost_cap:g} cannot be enforced",
-                )
-            if self.state.spent >= self.s.cost_cap:
-                raise _Stop("cost_cap", f"spent {self.state.spent:.6f} of {self.s.cost_cap:g}")
-
-    def wait_gap(self, seq: int) -> float | None:
-        gap = self.since_done()
-        while gap is not None and gap < self.s.min_gap_s:
-            remaining = round(self.s.min_gap_s - gap, 6)
-            self.progress.waiting(seq, self.last, remaining)
-            step = remaining if (self.clock.simulated or self.progress.mode != "auto") else 1.0
-            self.clock.sleep(min(step, remaining))
-            gap = self.since_done()
-        return gap
-
-    def check_outcome(self, seq: int, status: str, http_status: int | None) -> None:
-        """Stop rules that apply after an outcome."""
-        if http_status in self.s.stop_statuses:
-            raise _Stop("stop_status", f"HTTP {http_status} at seq {seq}")
-        self.failures_in_a_row = self.failures_in_a_row + 1 if status == PROTOCOL_FAILURE else 0
-        if self.failures_in_a_row >= self.s.max_consecutive_failures:
-            raise _Stop(
-                "consecutive_failures",
-                f"{self.failures_in_a_row} protocol failures in a row, the last at seq {seq}",
-            )
-
-    def one(self, transport: Any, seq: int, expected_sha: str) -> None:
-        self.check_budget()
-        gap = self.wait_gap(seq)
-        outgoing = transport.build(self.s.prepared.bodies[seq])
-        if outgoing.sha256 != expected_sha:
-            raise NeedlepointError(f"seq {seq}: body to send does not hash to plan.csv's value")
-        self.progress.sending(seq, self.last)
-        self.append("attempt", seq=seq, request_sha256=outgoing.sha256, time=self.now(), gap_s=gap)
-        self.sent += 1
-        try:
-            ex = transport.send(outgoing)
-        except BaseException as exc:  # KeyboardInterrupt mid-request: it may have executed
-            detail = f"{type(exc).__name__} while the request was in flight"
-            self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
-            raise
-        ex = dataclasses.replace(ex, body=self.scrub(ex.body))  # an echoing server
-        body = ex.body
-        c = classify(
-            http_status=ex.http_status,
-            transport_error=ex.error,
-            body=body,
-            answer=self.s.prepared.answer_key[seq],
-            model=self.s.model,
-            unknown=self.s.prepared.protocol.get("unknown", "UNKNOWN"),
-        )
-        usage = usage_of(body) if ex.error is None else None
-        cost = cost_of(usage, self.s.input_rate, self.s.output_rate)
-        self.append("outcome", **outcome_fields(seq, self.now(), ex, c, cost, usage))
-        self.last_done_mono = self.clock.monotonic()
-        self.last = c.kind or c.status
-        self.progress.done(seq, self.last, self.s.min_gap_s)
-        self.check_outcome(seq, c.status, ex.http_status)
-
-    def run(self, run_json_sha256: str) -> tuple[str, str]:
-        s = self.s
-        extra = {"dropped_tail_sha256": sha256_hex(self.journal.dropped_tail)}
-        self.append(
-            "session",
-            session=self.state.sessions + 1,
-            time=self.now(),
-            run_json_sha256=run_json_sha256,
-            package_version=needlepoint.__version__,
-            allow=s.allow,
-            min_gap_s=s.min_gap_s,
-            override_reason=s.override_reason,
-            timeout_s=s.timeout_s,
-            deadline_s=s.deadline_s,
-            input_rate=s.input_rate,
-            output_rate=s.output_rate,
-            cost_cap=s.cost_cap,
-            **(extra if self.journal.dropped_tail else {}),
-        )
-        for seq in self.state.dangling:
-            detail = "attempt journalled, but the process ended before its outcome"
-            self.append("outcome", **interrupted_fields(seq, self.now(), detail, True))
-        reason, detail = "complete", "every planned seq has been attempted"
-        transport = self.transport()
-        try:
-            for row in s.prepared.plan:
-                if row.seq not in self.state.attempts:
-                    self.one(transport, row.seq, row.request_sha256)
-        except _Stop as stop:
-            reason, detail = stop.reason, stop.detail
-        except KeyboardInterrupt:
-            reason, detail = "interrupted", "KeyboardInterrupt"
-            self.append("stop", time=self.now(), reason=reason, detail=detail)
-            raise
-        except BaseException as exc:
-            reason, detail = "crashed", f"{type(exc).__name__}: {exc}"
-            self.append("stop", time=self.now(), reason=reason, detail=detail)
-            raise
-        finally:
-            transport.close()
-            self.progress.close(reason)
-        self.append("stop", time=self.now(), reason=reason, detail=detail)
-        return reason, detail
-
-
 def run_protocol(
     prepared_dir: str | Path,
     run_dir: str | Path,
@@ -273,29 +80,29 @@ def run_protocol(
     if root.exists() and not root.is_dir():
         raise NeedlepointError(f"{root}: exists and is not a folder")
     root.mkdir(parents=True, exist_ok=True)
-    with runrecord.FolderLock(root):
-        run_json = root / runrecord.RUN_NAME
+    with run_folder.FolderLock(root):
+        run_json = root / run_folder.RUN_NAME
         if run_json.exists():
-            record = runrecord.build_run_record(s, run_meta, "", root)
-            runrecord.check_resume(root, runrecord.read_run_record(root), record)
-            runrecord.check_not_rewound(root)
+            record = run_folder.build_run_record(s, run_meta, "", root)
+            run_folder.check_resume(root, run_folder.read_run_record(root), record)
+            run_folder.check_not_rewound(root)
             run_sha = sha256_hex(run_json.read_bytes())
         else:
-            if any(p.name != runrecord.LOCK_NAME for p in root.iterdir()):
+            if any(p.name != run_folder.LOCK_NAME for p in root.iterdir()):
                 raise NeedlepointError(f"{root}: not empty and has no run.json; use a new folder")
             created = iso_utc(SIM_EPOCH if s.simulation else time.time())
-            run_sha = runrecord.write_run_record(
-                root, runrecord.build_run_record(s, run_meta, created, root)
+            run_sha = run_folder.write_run_record(
+                root, run_folder.build_run_record(s, run_meta, created, root)
             )
-        runrecord.append_provenance(root, iso_utc(time.time()))
+        run_folder.append_provenance(root, iso_utc(time.time()))
         journal = Journal(root, fsync=fsync)
         try:
             return _session(s, root, journal, run_sha, progress)
         finally:
-            runrecord.write_context_manifest(
+            run_folder.write_context_manifest(
                 root,
-                runrecord.context_manifest(
-                    runrecord.relative_prepared(s.prepared.root, root),
+                run_folder.context_manifest(
+                    run_folder.relative_prepared(s.prepared.root, root),
                     s.prepared.fingerprint,
                     s.prepared.manifest.get("files", {}),
                     journal.records,
@@ -323,7 +130,7 @@ def _session(s: Settings, root: Path, journal: Journal, run_sha: str, progress: 
             "cannot be enforced; resume without --cost-cap to accept that"
         )
     else:
-        session = _Session(s, journal, progress)
+        session = Session(s, journal, progress)
         reason, detail = session.run(run_sha)
     state = JournalState.of(journal.records)
     return RunSummary(

@@ -1,0 +1,57 @@
+"""One stable PNG figure: default style, fixed margins, the simulation banner, no version bytes.
+
+Figures are drawn on a bare ``matplotlib.figure.Figure`` (Agg), never through pyplot, so they
+touch no global figure registry and need no closing; the default style is applied for each one
+so a notebook's rcParams cannot change the bytes, and the PNG metadata carries no version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from needlepoint.analysis.primary import SIMULATION_BANNER
+
+
+@contextmanager
+def stable_figure(
+    size: tuple[float, float],
+    margins: tuple[float, float, float, float],
+    title: str,
+    simulation: bool,
+    path: str | Path,
+) -> Iterator[Any]:
+    """Yield a fresh Figure in the default style, title it, then save it as a stable PNG.
+
+    ``margins`` are (left, right, top, bottom) in inches around the axes area. Fixed margins
+    instead of a layout engine: the figures look the same for every run, and drawing them does
+    not need a second measuring pass over every label.
+    """
+    import matplotlib.style
+    from matplotlib.figure import Figure
+
+    width, height = size
+    left, right, top, bottom = margins
+    top += 0.3 if simulation else 0.0  # room for the banner line
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(width, height + (0.3 if simulation else 0.0)), dpi=100)
+        h = fig.get_figheight()
+        fig.subplots_adjust(
+            left=left / width, right=1 - right / width, top=1 - top / h, bottom=bottom / h
+        )
+        yield fig
+        text = f"{SIMULATION_BANNER}\n{title}" if simulation else title
+        fig.suptitle(
+            text,
+            y=1 - 0.08 / h,
+            va="top",
+            fontweight="bold",
+            color="#b2182b" if simulation else "black",
+        )
+        # No "Software" entry: the bytes must not change with the matplotlib version string.
+        fig.savefig(
+            path, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
+        )
+    fig.clear()

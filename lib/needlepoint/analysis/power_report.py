@@ -1,0 +1,114 @@
+"""`needlepoint power` and the power notebook: the sensitivity table, its curve and its files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from needlepoint.analysis.figure import stable_figure
+from needlepoint.analysis.power import power_grid
+
+
+def detectable_effect(table: Any, target: float = 0.8) -> dict[int, dict[str, float | None]]:
+    """Smallest grid effect with power >= target per case count, and a linear interpolation."""
+    out: dict[int, dict[str, float | None]] = {}
+    for n, group in table.groupby("cases", sort=True):
+        g = group.sort_values("effect")
+        eff, pw = g["effect"].to_list(), g["power"].to_list()
+        hit = next((i for i, p in enumerate(pw) if p >= target), None)
+        if hit is None:
+            out[int(n)] = {"grid": None, "interpolated": None}
+        elif hit == 0:
+            out[int(n)] = {"grid": eff[0], "interpolated": eff[0]}
+        else:
+            frac = (target - pw[hit - 1]) / (pw[hit] - pw[hit - 1])
+            out[int(n)] = {
+                "grid": eff[hit],
+                "interpolated": eff[hit - 1] + frac * (eff[hit] - eff[hit - 1]),
+            }
+    return out
+
+
+def power_report(
+    cases: Sequence[int] = (8, 16, 32),
+    effects: Sequence[float] | None = None,
+    acc_b: float = 0.95,
+    acc_m: float = 0.9,
+    acc_e: float = 0.95,
+    acc_a: float = 0.95,
+    failure_rate: float = 0.0,
+    simulations: int = 1000,
+    seed: int = 20260930,
+    prepared: str | Path | None = None,
+    out: str | Path | None = None,
+) -> list[str]:
+    """The `needlepoint power` output as lines; with ``out`` also power.csv and the curve."""
+    protocol = None
+    if prepared is not None:
+        from needlepoint.design.prepared import load_prepared
+
+        protocol = load_prepared(prepared).protocol
+    if protocol is None:
+        from needlepoint.design.protocol import reference_protocol
+
+        protocol = reference_protocol()
+    table = power_grid(
+        protocol, cases, effects, acc_b, acc_m, acc_e, acc_a, failure_rate, simulations, seed
+    )
+    a, stop = protocol["analysis"], protocol["runner"]["max_consecutive_failures"]
+    lines = [
+        "Design sensitivity (seeded simulation of hypothetical models; not a model result)",
+        f"model: P(correct) B {acc_b:g}, M {acc_m:g}, E {acc_e:g}, A {acc_a:g}; "
+        f"protocol-failure rate {failure_rate:g}; run stops after {stop} consecutive failures",
+        f"decision: difference >= {a['threshold']:g} and {100 * a['confidence']:g}% lower bound "
+        f"> 0, at least {a['min_complete_cases']} complete cases; exact bootstrap up to "
+        f"{a['exact_bootstrap_max_cases']} cases, else {a['bootstrap_resamples']} resamples "
+        f"(seed {a['bootstrap_seed']})",
+        f"{simulations} simulated runs per point, seed {seed}",
+        "",
+        "P(supported) by added middle loss (rows) and number of cases (columns):",
+    ]
+    wide = table.pivot(index="effect", columns="cases", values="power")
+    lines.append("effect  " + "  ".join(f"{n:>6} cases" for n in wide.columns))
+    for effect, row in wide.iterrows():
+        lines.append(f"{effect:6.2f}  " + "  ".join(f"{p:12.3f}" for p in row))
+    lines.append("")
+    for n, d in detectable_effect(table).items():
+        if d["grid"] is None:
+            lines.append(f"{n} cases: 80% power is not reached within the grid")
+        else:
+            lines.append(
+                f"{n} cases: smallest added middle loss detected with >= 80% probability: "
+                f"{d['grid']:.2f} on the grid (about {d['interpolated']:.3f} interpolated)"
+            )
+    if out is not None:
+        from needlepoint.jsonio import write_bytes_atomic
+
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(
+            folder / "power.csv", table.to_csv(index=False, lineterminator="\n").encode()
+        )
+        power_curve(table, folder / "power_curve.png", threshold=float(a["threshold"]))
+        lines.append(f"wrote {folder.name}/power.csv and {folder.name}/power_curve.png")
+    return lines
+
+
+def power_curve(
+    table: Any, path: str | Path, target: float = 0.8, threshold: float | None = None
+) -> Path:
+    """P(decision = supported) against the added middle loss, one line per number of cases."""
+    title = "Design sensitivity: probability that the decision is 'supported'"
+    with stable_figure((7.0, 4.2), (0.8, 0.3, 0.5, 0.6), title, False, path) as fig:
+        ax = fig.subplots()
+        for n_cases, group in table.groupby("cases", sort=True):
+            ax.plot(group["effect"], group["power"], marker="o", ms=3, label=f"{n_cases} cases")
+        ax.axhline(target, color="grey", ls=":", lw=1, label=f"{target:.0%}")
+        if threshold is not None:
+            ax.axvline(threshold, color="#b2182b", ls="--", lw=1, label=f"threshold {threshold:g}")
+        ax.set_xlabel("added middle loss under high similarity (true difference)")
+        ax.set_ylabel("P(supported)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8)
+    return Path(path)
