@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from needlepoint.analysis.document import analyze_run
-from needlepoint.analysis.power_report import power_report
+from needlepoint.analysis.sensitivity import sensitivity_lines
 from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
 from needlepoint.design import views as dv
 from needlepoint.design.audit import audit_prepared
@@ -52,7 +52,7 @@ def _direct(root: Path) -> dict[str, float]:
             write_results(root / "run", root / "prepared"),
         ),
         "04-analysis": lambda: analyze_run(root / "run", root / "analysis", root / "prepared"),
-        "05-power": lambda: power_report(out=root / "power"),
+        "05-power": lambda: sensitivity_lines(out=root / "power"),
         "06-contamination": lambda: _contamination(root / "contamination"),
     }
     out = {}

@@ -1,5 +1,5 @@
 """Stable import path for the Java-compatible generator; it lives in ``needlepoint.design``."""
 
-from needlepoint.design.random import JavaRandom, shuffle
+from needlepoint.design.java_random import JavaRandom, shuffle
 
 __all__ = ["JavaRandom", "shuffle"]

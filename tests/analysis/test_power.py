@@ -17,8 +17,8 @@ from needlepoint.analysis.power import (
     power_grid,
     simulate_runs,
 )
-from needlepoint.analysis.power_report import detectable_effect
 from needlepoint.analysis.primary import SUPPORTED, decide, primary
+from needlepoint.analysis.sensitivity import detectable_effect
 from needlepoint.design.prepared import Prepared
 from needlepoint.design.protocol import reference_protocol
 from needlepoint.errors import NeedlepointError

@@ -57,6 +57,20 @@ def test_changed_source_is_a_warning_not_a_failure(prepared_copy: Path) -> None:
     assert any("materials.py changed" in w and "still identical" in w for w in report.warnings)
 
 
+def test_sources_of_an_earlier_layout_are_one_warning(prepared_copy: Path) -> None:
+    """Folders prepared before the stage packages name modules that no longer exist."""
+    manifest = json.loads((prepared_copy / "manifest.json").read_text())
+    manifest["sources"] = {"needlepoint/freeze.py": "0" * 64, "needlepoint/rand.py": "1" * 64}
+    (prepared_copy / "manifest.json").write_text(json.dumps(manifest))
+    report = verify_prepared(prepared_copy)
+    assert report.ok
+    assert len(report.warnings) == 1
+    assert (
+        "another module layout (needlepoint/freeze.py, needlepoint/rand.py)" in report.warnings[0]
+    )
+    assert "materials still identical" in report.warnings[0]
+
+
 def test_prepare_refuses_a_non_empty_folder(
     reference_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from needlepoint.cli.selftest import java_vectors
-from needlepoint.design.random import JavaRandom, shuffle
+from needlepoint.design.java_random import JavaRandom, shuffle
 
 DATA = Path(__file__).parents[1] / "data"
 VECTORS = java_vectors()

@@ -1,4 +1,4 @@
-"""Small writers for contamination-audit inputs, so each test states only what it varies."""
+"""Small writers for contamination-check inputs, so each test states only what it varies."""
 
 from __future__ import annotations
 

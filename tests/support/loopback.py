@@ -40,7 +40,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
+    def log_message(self, fmt: str, *args: Any) -> None:  # silence the default stderr log
         pass
 
     def do_POST(self) -> None:

@@ -63,9 +63,9 @@ def _shown(path: Path) -> str:
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
-    from needlepoint.analysis.power_report import power_report
+    from needlepoint.analysis.sensitivity import sensitivity_lines
 
-    for line in power_report(
+    for line in sensitivity_lines(
         cases=args.cases,
         effects=args.effects,
         acc_b=args.acc_b,

@@ -1,4 +1,4 @@
-"""`needlepoint contamination <check>`: the four audits and the combined CI gate.
+"""`needlepoint contamination <check>`: the four checks and the combined CI gate.
 
 Exit status: 0 clean, 1 a finding (leak, poisoned rerun, dead canary, results without
 tool_calls), 2 bad input (one line on stderr, never a traceback).
@@ -97,7 +97,8 @@ def _canary(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from needlepoint.contamination.report import build_report, write_report
+    from needlepoint.contamination.output import write_report
+    from needlepoint.contamination.report import build_report
 
     report = build_report(
         args.reference, args.runs, args.results, args.context, args.discard, args.include
@@ -113,7 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add `contamination` and its checks to the `needlepoint` command."""
     parser = sub.add_parser(
         "contamination",
-        help="audit an agent's automatic context for answers it could read instead of know",
+        help="check an agent's automatic context for answers it could read instead of know",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -30,7 +30,7 @@ def java_vectors() -> dict[str, Any]:
 
 def java_vector_checks() -> Iterator[tuple[str, bool]]:
     """One check per recorded Java stream."""
-    from needlepoint.design.random import JavaRandom, shuffle
+    from needlepoint.design.java_random import JavaRandom, shuffle
 
     v = java_vectors()
     for e in v["nextInt_bound"]:

@@ -1,4 +1,4 @@
-"""Contamination audits: was the answer already in the agent's automatic context?
+"""Contamination checks: was the answer already in the agent's automatic context?
 
 Four checks (seed 004) as plain functions returning frozen dataclasses: freeze the context
 (`build_manifest`), match the reference against it (`check_overlap`), compare file times with
@@ -21,8 +21,9 @@ from needlepoint.contamination.manifest import (
     read_manifest,
     write_manifest,
 )
+from needlepoint.contamination.output import write_report
 from needlepoint.contamination.overlap import OverlapResult, check_overlap
-from needlepoint.contamination.report import ContaminationReport, build_report, write_report
+from needlepoint.contamination.report import ContaminationReport, build_report
 from needlepoint.contamination.select import DEFAULT_INCLUDES
 from needlepoint.contamination.timeline import TimelineResult, check_timeline
 

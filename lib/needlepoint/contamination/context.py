@@ -92,7 +92,7 @@ def _read(
     path: str, location: Path, problems: list[Problem]
 ) -> tuple[os.stat_result, bytes] | None:
     try:
-        # O_NONBLOCK: a FIFO put where a frozen file was must be reported, not block the audit.
+        # O_NONBLOCK: a FIFO put where a frozen file was must be reported, not block the check.
         with os.fdopen(os.open(location, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):

@@ -119,7 +119,7 @@ _RESULTS: tuple[tuple[str, str, str, str, str, int], ...] = (
 
 @dataclass(frozen=True)
 class FixturePaths:
-    """Where the fixture put things: the workspace root and the four audit inputs."""
+    """Where the fixture put things: the workspace root and the four check inputs."""
 
     root: Path
     workspace: Path
@@ -158,10 +158,10 @@ def build_synthetic_workspace(root: str | os.PathLike[str]) -> FixturePaths:
     ws = base / "workspace"
     for rel, (mtime, text) in _FILES.items():
         _write(ws / rel, text.encode("utf-8"), mtime)
-    audit = base / "audit"
+    inputs = base / "inputs"
     paths = FixturePaths(
-        base, ws, audit / "reference.csv", audit / "discards.csv", audit / "runs.csv",
-        audit / "results.jsonl",
+        base, ws, inputs / "reference.csv", inputs / "discards.csv", inputs / "runs.csv",
+        inputs / "results.jsonl",
     )  # fmt: skip
     ref_rows = [["format", "id", "question", "answer"]]
     ref_rows += [[REFERENCE_FORMAT, i, q, a] for i, q, a in _REFERENCE]

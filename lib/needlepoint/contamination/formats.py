@@ -1,4 +1,4 @@
-"""The versioned input formats of the contamination audit, read and validated.
+"""The versioned input formats of the contamination checks, read and validated.
 
 Every reader turns a bad file into one `NeedlepointError` line naming the file, the line and the
 field, so the CLI exits 2 without a traceback. docs/contamination.md documents each format.

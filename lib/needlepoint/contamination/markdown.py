@@ -1,4 +1,4 @@
-"""contamination.md: the combined audit as a page a reviewer reads top to bottom."""
+"""contamination.md: the contamination report as a page a reviewer reads top to bottom."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def report_markdown(report: ContaminationReport) -> str:
     """Render the report; the text depends only on the inputs, never on the clock."""
     o, t, c, m = report.overlap, report.timeline, report.canary, report.manifest
     verdict = "PASSED" if report.passed else "FAILED"
-    out = ["# Contamination audit", "", f"**Gate: {verdict}** (exit {report.exit_code})", ""]
+    out = ["# Contamination report", "", f"**Gate: {verdict}** (exit {report.exit_code})", ""]
     out += [f"- **{f.kind}** ({f.check}): {f.message}" for f in report.findings]
     if report.notices:
         out += ["", "Notices:", ""] + [f"- {n}" for n in report.notices]

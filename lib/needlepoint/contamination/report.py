@@ -1,4 +1,4 @@
-"""The combined audit: all four checks over one workspace, a verdict, and the files it writes.
+"""The contamination report: all four checks over one workspace, a verdict, and the files it writes.
 
 The verdict is a CI gate. A leak (reference answers in the context, or closed facts answered
 exactly with zero tool calls), a poisoned rerun, a dead canary, or results without tool_calls
@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from needlepoint.contamination.canary import CanaryResult, check_canary
@@ -23,11 +22,10 @@ from needlepoint.contamination.formats import (
     read_runs,
 )
 from needlepoint.contamination.manifest import Manifest, build_manifest
-from needlepoint.contamination.markdown import report_markdown
 from needlepoint.contamination.overlap import OverlapResult, check_overlap
 from needlepoint.contamination.select import DEFAULT_INCLUDES
 from needlepoint.contamination.timeline import TimelineResult, check_timeline
-from needlepoint.jsonio import canonical_bytes, file_sha256, write_bytes_atomic
+from needlepoint.jsonio import file_sha256
 
 REPORT_FORMAT = "contamination-report/1"
 EXIT_PASSED, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2
@@ -172,13 +170,3 @@ def build_report(
     return ContaminationReport(
         inputs, manifest, o, t, c, tuple(_findings(o, t, c)), tuple(_notices(o, t, c))
     )
-
-
-def write_report(report: ContaminationReport, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """Write contamination.json (canonical) and contamination.md into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out / "contamination.json", out / "contamination.md"
-    write_bytes_atomic(json_path, canonical_bytes(report.to_json()) + b"\n")
-    write_bytes_atomic(md_path, report_markdown(report).encode("utf-8"))
-    return json_path, md_path

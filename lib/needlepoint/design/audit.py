@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.design.audit_rules import check_content
-from needlepoint.design.random import JavaRandom, shuffle
+from needlepoint.design.java_random import JavaRandom, shuffle
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, sha256_hex
 

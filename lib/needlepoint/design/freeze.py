@@ -21,7 +21,7 @@ from needlepoint.jsonio import canonical_bytes, file_sha256, sha256_hex
 
 # The modules whose code decides the bytes of a prepared folder; fingerprinted in the manifest.
 SOURCE_MODULES = (
-    "design/random.py",
+    "design/java_random.py",
     "jsonio.py",
     "design/protocol.py",
     "design/materials.py",

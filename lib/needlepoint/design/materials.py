@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from needlepoint.design.random import JavaRandom, shuffle
+from needlepoint.design.java_random import JavaRandom, shuffle
 from needlepoint.errors import NeedlepointError
 
 _CODE_SPACE = 26 * 26 * 10000

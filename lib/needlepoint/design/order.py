@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from needlepoint.design.random import JavaRandom, shuffle
+from needlepoint.design.java_random import JavaRandom, shuffle
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def show_figure(rel: str) -> Any:
     """Print the figure's name and fingerprint, and return it for display."""
     from IPython.display import Image
 
-    path = paths.input(rel)
+    path = paths.read_path(rel)
     print(f"figure {rel}  sha256 {file_sha256(path)[:16]}")
     return Image(filename=str(path))
 

@@ -19,7 +19,7 @@ def _root() -> Path | None:
     return Path(value) if value else None
 
 
-def output(rel: str | os.PathLike[str]) -> Path:
+def write_path(rel: str | os.PathLike[str]) -> Path:
     """The path to write a relative output to (redirected under the root when set)."""
     path, root = Path(rel), _root()
     if path.is_absolute() or root is None:
@@ -27,7 +27,7 @@ def output(rel: str | os.PathLike[str]) -> Path:
     return root / path
 
 
-def input(rel: str | os.PathLike[str]) -> Path:
+def read_path(rel: str | os.PathLike[str]) -> Path:
     """The path to read a relative input from: this execution's output first, then the copy."""
     path, root = Path(rel), _root()
     if path.is_absolute() or root is None:

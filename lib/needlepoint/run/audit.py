@@ -26,7 +26,7 @@ _EPS = 1e-6
 
 
 @dataclass
-class RunAudit:
+class RunAuditReport:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)
@@ -49,7 +49,7 @@ class RunAudit:
 class _Walk:
     """Replays the journal record by record, checking each against the runner's rules."""
 
-    def __init__(self, audit: RunAudit, prepared: Any, run_sha: str, path: Path) -> None:
+    def __init__(self, audit: RunAuditReport, prepared: Any, run_sha: str, path: Path) -> None:
         self.a = audit
         self.p = prepared
         self.run_sha = run_sha
@@ -163,10 +163,10 @@ class _Walk:
         self.a.count("stops")
 
 
-def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunAudit:
+def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunAuditReport:
     """Audit one run folder; problems make it fail, warnings do not."""
     root = Path(run_dir)
-    audit = RunAudit()
+    audit = RunAuditReport()
     run = read_run_record(root)
     run_sha = file_sha256(root / RUN_NAME)
     chain = read_chain(root)
@@ -193,7 +193,7 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     return audit
 
 
-def _check_context(root: Path, records: Any, fingerprint: str, audit: RunAudit) -> None:
+def _check_context(root: Path, records: Any, fingerprint: str, audit: RunAuditReport) -> None:
     path = root / CONTEXT_NAME
     if not path.exists():
         audit.warnings.append(f"{path}: missing")

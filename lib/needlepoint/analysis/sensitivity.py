@@ -30,7 +30,7 @@ def detectable_effect(table: Any, target: float = 0.8) -> dict[int, dict[str, fl
     return out
 
 
-def power_report(
+def sensitivity_lines(
     cases: Sequence[int] = (8, 16, 32),
     effects: Sequence[float] | None = None,
     acc_b: float = 0.95,
