@@ -1,4 +1,4 @@
-"""The contamination report: all four checks over one workspace, a verdict, and the files it writes.
+"""The contamination report: all four checks over one workspace and a verdict.
 
 The verdict is a CI gate. A leak (reference answers in the context, or closed facts answered
 exactly with zero tool calls), a poisoned rerun, a dead canary, or results without tool_calls
