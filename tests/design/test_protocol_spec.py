@@ -17,10 +17,10 @@ import pytest
 from needlepoint.design import materials
 from needlepoint.design.audit import audit_prepared
 from needlepoint.design.freeze import prepare
+from needlepoint.design.java_random import JavaRandom
 from needlepoint.design.order import execution_plan, shuffled_cases
 from needlepoint.design.prepared import DATA_FILES, load_prepared
 from needlepoint.design.protocol import load_override, reference_protocol, validate
-from needlepoint.design.random import JavaRandom
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes
