@@ -37,6 +37,12 @@ REFERENCE_EVIDENCE := evidence/20261130-simulated-reference
 
 test: lint
 	$(BIN)/python -m pytest -q -n 2
-	# nbval re-executes the committed reference evidence; outputs are redirected to a scratch folder
-	scratch=$$(mktemp -d) && NEEDLEPOINT_OUTPUT_ROOT=$$scratch $(BIN)/python -m pytest -q -p no:xdist \
-		--nbval --nbval-kernel-name needlepoint $(REFERENCE_EVIDENCE); rc=$$?; rm -rf $$scratch; exit $$rc
+	# Regenerate the reference evidence in a scratch folder: nbval re-executes copies of its
+	# notebooks there (their working directory, so every relative output lands there too) and
+	# compares every printed output; then evidence-diff compares every data file they wrote with
+	# the committed copy, byte for byte. No cache provider: the scratch folder holds only outputs.
+	scratch=$$(mktemp -d) && cp $(REFERENCE_EVIDENCE)/*.ipynb $$scratch/ && \
+		$(BIN)/python -m pytest -q -p no:xdist -p no:cacheprovider \
+			--nbval --nbval-kernel-name needlepoint $$scratch && \
+		$(BIN)/needlepoint evidence-diff $(REFERENCE_EVIDENCE) $$scratch; \
+		rc=$$?; rm -rf $$scratch; exit $$rc
