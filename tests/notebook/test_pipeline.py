@@ -111,3 +111,26 @@ def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
         assert f'<link rel="stylesheet" href="{sheets[0].name}">' in head
         assert "<style" not in head and '<script type="module">' not in head
     assert len(sorted(tmp_path.glob("notebook-*.mjs"))) == 1
+
+
+WARNING = "running over TCP without encryption"
+
+
+def test_the_kernel_runs_encrypted_and_does_not_warn(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import papermill
+
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    source = _notebook(nbdir / "01-design.ipynb", ["print('ran')"])
+    # the kernel writes the warning to the terminal itself: capfd sees it, as a user would
+    papermill.execute_notebook(
+        str(source), str(tmp_path / "plain.ipynb"), kernel_name="needlepoint", progress_bar=False
+    )
+    assert WARNING in capfd.readouterr().err  # the capture would see it
+    out = pipeline.run_pipeline(
+        "t", {}, evidence_root=tmp_path / "ev", notebooks_dir=nbdir, only=["01-design"]
+    )
+    assert WARNING not in capfd.readouterr().err
+    assert "ran" in (out / "01-design.ipynb").read_text()

@@ -46,6 +46,20 @@ def ensure_kernel() -> None:
         install(prefix=sys.prefix, kernel_name=KERNEL, display_name=KERNEL)
 
 
+def kernel_config() -> Any:
+    """Kernel-manager settings for papermill: CurveZMQ-encrypted kernel channels.
+
+    With keys provisioned by the manager the kernel no longer warns, once per notebook, that
+    it runs over TCP without encryption. A pyzmq built without Curve keeps the default (and
+    the kernel's warning, which is then true).
+    """
+    import zmq
+    from traitlets.config import Config
+
+    policy = "auto" if zmq.has("curve") else "disabled"
+    return Config({"KernelManager": {"transport_encryption": policy}})
+
+
 def declared_parameters(notebook: Path) -> dict[str, Any]:
     """The names and defaults of a notebook's `parameters` cell."""
     import papermill
@@ -175,6 +189,7 @@ def run_pipeline(
                 progress_bar=False,
                 log_output=False,
                 report_mode=False,
+                config=kernel_config(),
             )
         except PapermillExecutionError as exc:
             print("FAILED")
