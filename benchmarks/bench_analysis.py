@@ -37,6 +37,7 @@ from needlepoint.analysis.bootstrap import percentile_interval
 from needlepoint.analysis.document import analyze_results
 from needlepoint.analysis.power import design_index, power_grid, simulate_runs
 from needlepoint.analysis.primary import decide
+from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
 from needlepoint.design.protocol import reference_protocol
@@ -148,7 +149,7 @@ def bench_monte_carlo(repeats: int) -> None:
 def bench_power(repeats: int) -> None:
     grid = median_time(power_grid, max(1, repeats // 2))
     protocol = reference_protocol()
-    params = protocol["analysis"]
+    params = AnalysisParameters.of(protocol)
     # Baseline: the same decisions one run at a time with the analysis's own decide().
     sample = {8: 200, 16: 20, 32: 10}
     per_run = {}

@@ -63,7 +63,7 @@ def test_every_figure_title_carries_the_banner_for_simulations(
 def test_cells_show_their_counts(tmp_path: Path, prepared: Prepared, drawn: list[dict]) -> None:
     inp = make_input(prepared, spec)
     doc = build_document(inp)
-    plots.accuracy_heatmap(doc["secondary"]["accuracy"], tmp_path / "a.png", True)
+    plots.accuracy_heatmap(doc.secondary.accuracy, tmp_path / "a.png", True)
     texts = drawn[0]["texts"]
     assert "8/8\n100%" in texts
     assert "5/8\n62%" in texts  # middle, high similarity, 60 records: three near-name errors
@@ -87,8 +87,8 @@ def test_forest_and_bootstrap_show_threshold_zero_and_interval(
 ) -> None:
     inp = make_input(prepared, spec)
     doc = build_document(inp)
-    plots.forest_plot(doc["primary"], tmp_path / "f.png")
-    plots.bootstrap_plot(doc["primary"], tmp_path / "b.png")
+    plots.forest_plot(doc.primary, tmp_path / "f.png")
+    plots.bootstrap_plot(doc.primary, tmp_path / "b.png")
     forest, boot = drawn[0]["texts"], drawn[1]["texts"]
     assert "threshold 0.1" in forest and any(t.startswith("overall 0.") for t in forest)
     assert {"zero", "threshold 0.1", "95% interval"} <= set(boot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -12,25 +13,28 @@ from support.results import make_input, make_prepared
 from needlepoint import cli
 from needlepoint.analysis.power import (
     CONDITIONS,
+    PowerModel,
+    PowerStudy,
     decide_runs,
     design_index,
     power_grid,
     simulate_runs,
 )
 from needlepoint.analysis.primary import SUPPORTED, decide, primary
+from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.analysis.sensitivity import detectable_effect
 from needlepoint.design.prepared import Prepared
 from needlepoint.design.protocol import reference_protocol
 from needlepoint.errors import NeedlepointError
 
-PARAMS = {
-    "threshold": 0.1,
-    "confidence": 0.95,
-    "min_complete_cases": 2,
-    "exact_bootstrap_max_cases": 12,
-    "bootstrap_resamples": 2000,
-    "bootstrap_seed": 20260930,
-}
+PARAMS = AnalysisParameters(
+    threshold=0.1,
+    confidence=0.95,
+    min_complete_cases=2,
+    exact_bootstrap_max_cases=12,
+    bootstrap_resamples=2000,
+    bootstrap_seed=20260930,
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +60,8 @@ def test_vectorised_decisions_match_the_analysis(n_cases: int, runs: int) -> Non
     supported, evaluable = decide_runs(numerators, complete, 4, PARAMS)
     for r in range(runs):
         out = decide(list(numerators[r][complete[r]]), 4, PARAMS)
-        assert (out["decision"] == SUPPORTED) == supported[r], r
-        assert (out["decision"] != "not evaluable") == evaluable[r], r
+        assert (out.decision == SUPPORTED) == supported[r], r
+        assert (out.decision != "not evaluable") == evaluable[r], r
     assert supported.any() and not supported.all()
 
 
@@ -95,7 +99,7 @@ def test_simulated_runs_match_the_analysis_of_the_same_outcomes(prepared: Prepar
                 )
         result = primary(make_input(prepared, spec))
         got = {f"S{i + 1}": int(nums[r, i]) for i in range(8) if complete[r, i]}
-        want = {c["case"]: round(4 * c["difference"]) for c in result["cases"]}
+        want = {c.case: round(4 * c.difference) for c in result.primary.cases}
         assert got == want, r
     # The check covered broken runs and real differences, not only perfect ones.
     assert 0 < complete.sum() < complete.size and (nums[complete] != 0).any()
@@ -119,11 +123,11 @@ def test_stop_rule_leaves_the_rest_unexecuted() -> None:
 
 
 def test_power_is_seeded_and_monotone_in_the_effect() -> None:
-    kw = dict(cases=(8,), effects=[0, 0.1, 0.2, 0.3, 0.4], simulations=300, seed=3)
-    a, b = power_grid(**kw), power_grid(**kw)
+    study = PowerStudy(cases=(8,), effects=(0, 0.1, 0.2, 0.3, 0.4), simulations=300, seed=3)
+    a, b = power_grid(study=study), power_grid(study=study)
     pd.testing.assert_frame_equal(a, b)
     assert a["power"].is_monotonic_increasing
-    assert not a.equals(power_grid(**{**kw, "seed": 4}))
+    assert not a.equals(power_grid(study=dataclasses.replace(study, seed=4)))
     assert list(a.columns) == [
         "cases",
         "effect",
@@ -135,36 +139,44 @@ def test_power_is_seeded_and_monotone_in_the_effect() -> None:
 
 
 def test_power_extremes_are_exact() -> None:
-    perfect = dict(acc_b=1.0, acc_m=1.0, acc_e=1.0, acc_a=1.0, simulations=50)
-    table = power_grid(cases=(8, 16), effects=[0.0, 1.0], **perfect)
+    perfect = PowerModel(acc_b=1.0, acc_m=1.0, acc_e=1.0, acc_a=1.0)
+    table = power_grid(perfect, PowerStudy(cases=(8, 16), effects=(0.0, 1.0), simulations=50))
     assert table["power"].to_list() == [0.0, 1.0, 0.0, 1.0]
-    broken = power_grid(cases=(8,), effects=[0.5], failure_rate=1.0, simulations=20)
+    broken = power_grid(
+        PowerModel(failure_rate=1.0), PowerStudy(cases=(8,), effects=(0.5,), simulations=20)
+    )
     assert broken["power"].item() == 0.0 and broken["not_evaluable"].item() == 1.0
 
 
 def test_failures_cost_complete_cases() -> None:
-    table = power_grid(cases=(8,), effects=[0.3], failure_rate=0.03, simulations=200)
+    table = power_grid(
+        PowerModel(failure_rate=0.03), PowerStudy(cases=(8,), effects=(0.3,), simulations=200)
+    )
     assert table["mean_complete_cases"].item() < 8
     assert table["not_evaluable"].item() > 0
 
 
 def test_more_cases_detect_smaller_effects() -> None:
-    table = power_grid(cases=(8, 32), effects=[0.2, 0.3], simulations=200)
+    table = power_grid(study=PowerStudy(cases=(8, 32), effects=(0.2, 0.3), simulations=200))
     wide = table.pivot(index="effect", columns="cases", values="power")
     assert (wide[32] > wide[8]).all()
 
 
 @pytest.mark.parametrize(
-    "kwargs,message",
+    "model,study,message",
     [
-        (dict(effects=[0.95]), "added middle losses must lie"),
-        (dict(acc_b=1.2), "acc_b must lie in"),
-        (dict(simulations=0), "must be positive"),
+        (PowerModel(), PowerStudy(effects=(0.95,)), "added middle losses must lie"),
+        (PowerModel(acc_b=1.2), PowerStudy(), "acc_b must lie in"),
+        (PowerModel(failure_rate=-0.1), PowerStudy(), "failure_rate must lie in"),
+        (PowerModel(), PowerStudy(simulations=0), "must be positive"),
+        (PowerModel(), PowerStudy(cases=(0,)), "must be positive"),
     ],
 )
-def test_power_refuses_impossible_models(kwargs: dict, message: str) -> None:
+def test_power_refuses_impossible_models(
+    model: PowerModel, study: PowerStudy, message: str
+) -> None:
     with pytest.raises(NeedlepointError, match=message):
-        power_grid(cases=(8,), **kwargs)
+        power_grid(model, study)
 
 
 def test_detectable_effect_interpolates() -> None:

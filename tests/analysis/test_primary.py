@@ -17,7 +17,15 @@ from needlepoint.analysis.inputs import (
     from_results_csv,
     refuse_pooling,
 )
-from needlepoint.analysis.primary import NOT_EVALUABLE, NOT_SUPPORTED, SUPPORTED, decide, primary
+from needlepoint.analysis.primary import (
+    NOT_EVALUABLE,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    PrimaryResult,
+    decide,
+    primary,
+)
+from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.design.prepared import PlanRow, Prepared
 from needlepoint.errors import NeedlepointError
 
@@ -38,7 +46,7 @@ def seq_of(prepared: Prepared, case: str, length: int, sim: str, cond: str) -> i
     )
 
 
-def run(prepared: Prepared, spec=None, simulation: bool = True) -> dict:
+def run(prepared: Prepared, spec=None, simulation: bool = True) -> PrimaryResult:
     return primary(make_input(prepared, spec, simulation))
 
 
@@ -47,15 +55,15 @@ def run(prepared: Prepared, spec=None, simulation: bool = True) -> dict:
 
 def test_every_block_valid_gives_every_case(prepared: Prepared) -> None:
     r = run(prepared)
-    assert r["complete_cases"] == 8 and r["planned_cases"] == 8
-    assert r["blocks_complete"] == 32 and r["pairs_complete"] == 16
-    assert r["exploratory"] == [] and r["exclusions"] == []
+    assert r.primary.complete_cases == 8 and r.primary.planned_cases == 8
+    assert r.completeness.blocks_complete == 32 and r.completeness.pairs_complete == 16
+    assert r.exploratory == () and r.exclusions == ()
 
 
 def test_a_wrong_answer_is_valid_and_keeps_the_case(prepared: Prepared) -> None:
     seq = seq_of(prepared, "S3", 60, "high", "A")
     r = run(prepared, {seq: "error:code_when_absent:near_distractor_code"})
-    assert r["complete_cases"] == 8 and r["exclusions"] == []
+    assert r.primary.complete_cases == 8 and r.exclusions == ()
 
 
 @pytest.mark.parametrize(
@@ -72,45 +80,45 @@ def test_one_invalid_response_drops_block_pair_and_case(
 ) -> None:
     seq = seq_of(prepared, "S2", 240, "low", condition)
     r = run(prepared, {seq: spec})
-    assert r["complete_cases"] == 7
-    assert [c["case"] for c in r["cases"]] == [c for c in CASES if c != "S2"]
-    assert r["blocks_complete"] == 31 and r["pairs_complete"] == 15
-    (excl,) = r["exclusions"]
-    assert (excl["seq"], excl["category"], excl["condition"]) == (seq, category, condition)
-    assert excl["kind"] == spec.partition(":")[2]
-    rows = {row["length"]: row for row in r["exploratory"] if row["case"] == "S2"}
+    assert r.primary.complete_cases == 7
+    assert [c.case for c in r.primary.cases] == [c for c in CASES if c != "S2"]
+    assert r.completeness.blocks_complete == 31 and r.completeness.pairs_complete == 15
+    (excl,) = r.exclusions
+    assert (excl.seq, excl.category, excl.condition) == (seq, category, condition)
+    assert excl.kind == spec.partition(":")[2]
+    rows = {row.length: row for row in r.exploratory if row.case == "S2"}
     # The broken pair: its low loss is missing (None), never zero; the other pair is listed too.
-    assert rows[240]["loss_low"] is None and rows[240]["difference"] is None
-    assert rows[240]["loss_high"] == 0
-    assert f"seq {seq} {category}" in rows[240]["reason"]
-    assert rows[60]["difference"] == 0
-    assert rows[60]["reason"] == "pair complete, but the case has an incomplete length"
-    assert "S2" in {c["case"] for c in r["incomplete_cases"]}
+    assert rows[240].loss_low is None and rows[240].difference is None
+    assert rows[240].loss_high == 0
+    assert f"seq {seq} {category}" in rows[240].reason
+    assert rows[60].difference == 0
+    assert rows[60].reason == "pair complete, but the case has an incomplete length"
+    assert "S2" in {c.case for c in r.completeness.incomplete_cases}
 
 
 def test_missing_is_never_zero(prepared: Prepared) -> None:
     """A failed M in high similarity would look like a middle loss of 1 if read as wrong."""
     seq = seq_of(prepared, "S5", 60, "high", "M")
     failed = run(prepared, {seq: "failure:finish_reason"})
-    assert failed["estimate"] == 0 and failed["complete_cases"] == 7
+    assert failed.primary.estimate == 0 and failed.primary.complete_cases == 7
     wrong = run(prepared, {seq: "error:near_distractor_code"})
-    assert wrong["estimate"] == pytest.approx(1 / 16) and wrong["complete_cases"] == 8
+    assert wrong.primary.estimate == pytest.approx(1 / 16) and wrong.primary.complete_cases == 8
 
 
 def test_both_blocks_of_a_pair_broken_lists_both(prepared: Prepared) -> None:
     s1 = seq_of(prepared, "S1", 60, "low", "B")
     s2 = seq_of(prepared, "S1", 60, "high", "E")
     r = run(prepared, {s1: "failure:content_empty", s2: "unexecuted"})
-    row = next(x for x in r["exploratory"] if (x["case"], x["length"]) == ("S1", 60))
-    assert row["loss_low"] is None and row["loss_high"] is None
-    assert row["reason"].startswith("low block: ") and "high block: " in row["reason"]
+    row = next(x for x in r.exploratory if (x.case, x.length) == ("S1", 60))
+    assert row.loss_low is None and row.loss_high is None
+    assert row.reason.startswith("low block: ") and "high block: " in row.reason
 
 
 def test_case_incomplete_at_every_length(prepared: Prepared) -> None:
     spec = {seq_of(prepared, "S4", n, "high", "B"): "unexecuted" for n in (60, 240)}
     r = run(prepared, spec)
-    (case,) = r["incomplete_cases"]
-    assert case["case"] == "S4" and "length 60" in case["reason"] and "length 240" in case["reason"]
+    (case,) = r.completeness.incomplete_cases
+    assert case.case == "S4" and "length 60" in case.reason and "length 240" in case.reason
 
 
 # --- the metric and the three decisions ------------------------------------------------------
@@ -118,77 +126,77 @@ def test_case_incomplete_at_every_length(prepared: Prepared) -> None:
 
 def test_supported_when_every_case_loses_the_middle(prepared: Prepared) -> None:
     r = run(prepared, ALL_HIGH_M_WRONG)
-    assert r["decision"] == SUPPORTED and r["estimate"] == 1.0
-    assert r["interval"]["lower"] == r["interval"]["upper"] == 1.0
-    assert any(c.startswith("Degenerate bootstrap") for c in r["caveats"])
+    assert r.primary.decision == SUPPORTED and r.primary.estimate == 1.0
+    assert r.primary.interval.lower == r.primary.interval.upper == 1.0
+    assert any(c.startswith("Degenerate bootstrap") for c in r.caveats)
 
 
 def test_supported_with_a_nondegenerate_interval(prepared: Prepared) -> None:
     r = run(prepared, middle_loss({c: ("high",) for c in CASES[:6]}))
-    assert r["decision"] == SUPPORTED
-    assert r["estimate_exact"] == "3/4"
-    assert r["interval"]["method"] == "exact" and r["interval"]["seed"] is None
-    assert r["interval"]["resamples"] == 6435 and 0 < r["interval"]["lower"] < 0.75
-    assert "above 0" in r["reason"]
+    assert r.primary.decision == SUPPORTED
+    assert r.primary.estimate_exact == "3/4"
+    assert r.primary.interval.method == "exact" and r.primary.interval.seed is None
+    assert r.primary.interval.resamples == 6435 and 0 < r.primary.interval.lower < 0.75
+    assert "above 0" in r.primary.reason
 
 
 def test_metric_averages_lengths_then_cases(prepared: Prepared) -> None:
     # S1 loses the middle at 60 only (case value 1/2); S2 at both lengths (1); others 0.
     r = run(prepared, middle_loss({"S1/60": ("high",), "S2": ("high",)}))
-    values = {c["case"]: c["difference"] for c in r["cases"]}
+    values = {c.case: c.difference for c in r.primary.cases}
     assert values["S1"] == 0.5 and values["S2"] == 1.0
-    assert Fraction(r["estimate_exact"]) == Fraction(3, 16)
-    s1 = next(c for c in r["cases"] if c["case"] == "S1")["lengths"]
-    assert [(x["length"], x["loss_low"], x["loss_high"]) for x in s1] == [(60, 0, 1), (240, 0, 0)]
+    assert Fraction(r.primary.estimate_exact) == Fraction(3, 16)
+    s1 = next(c for c in r.primary.cases if c.case == "S1").lengths
+    assert [(x.length, x.loss_low, x.loss_high) for x in s1] == [(60, 0, 1), (240, 0, 0)]
 
 
 def test_low_similarity_loss_counts_against_the_effect(prepared: Prepared) -> None:
     r = run(prepared, middle_loss({"S1": ("low",)}))
-    assert r["estimate"] == -1 / 8 and r["decision"] == NOT_SUPPORTED
+    assert r.primary.estimate == -1 / 8 and r.primary.decision == NOT_SUPPORTED
 
 
 def test_not_supported_below_threshold(prepared: Prepared) -> None:
     r = run(prepared, middle_loss({"S1/60": ("high",)}))
-    assert r["estimate"] == 1 / 16 and r["decision"] == NOT_SUPPORTED
-    assert "below the threshold" in r["reason"]
+    assert r.primary.estimate == 1 / 16 and r.primary.decision == NOT_SUPPORTED
+    assert "below the threshold" in r.primary.reason
 
 
 def test_not_supported_when_lower_bound_is_not_above_zero(prepared: Prepared) -> None:
     # Two strong cases and one reversed case: the mean clears 0.10, the interval does not.
     r = run(prepared, middle_loss({"S1": ("high",), "S2": ("high",), "S3": ("low",)}))
-    assert r["estimate"] == pytest.approx(1 / 8)
-    assert r["decision"] == NOT_SUPPORTED
-    assert "below the threshold" not in r["reason"] and "lower bound" in r["reason"]
-    assert r["interval"]["lower"] <= 0
+    assert r.primary.estimate == pytest.approx(1 / 8)
+    assert r.primary.decision == NOT_SUPPORTED
+    assert "below the threshold" not in r.primary.reason and "lower bound" in r.primary.reason
+    assert r.primary.interval.lower <= 0
 
 
 def test_threshold_comparison_is_exact() -> None:
     """Ten cases of exactly 0.1: float summation gives 0.0999..., exact arithmetic gives 1/10."""
     assert sum([0.1] * 10) / 10 < 0.1
-    params = {
-        "threshold": 0.1,
-        "confidence": 0.95,
-        "min_complete_cases": 2,
-        "exact_bootstrap_max_cases": 12,
-        "bootstrap_resamples": 1000,
-        "bootstrap_seed": 1,
-    }
+    params = AnalysisParameters(
+        threshold=0.1,
+        confidence=0.95,
+        min_complete_cases=2,
+        exact_bootstrap_max_cases=12,
+        bootstrap_resamples=1000,
+        bootstrap_seed=1,
+    )
     out = decide([1] * 10, 10, params)
-    assert out["decision"] == SUPPORTED and out["estimate_exact"] == "1/10"
+    assert out.decision == SUPPORTED and out.estimate_exact == "1/10"
 
 
 def test_monte_carlo_above_the_exact_limit_reports_its_seed() -> None:
-    params = {
-        "threshold": 0.1,
-        "confidence": 0.95,
-        "min_complete_cases": 2,
-        "exact_bootstrap_max_cases": 12,
-        "bootstrap_resamples": 2000,
-        "bootstrap_seed": 20260930,
-    }
+    params = AnalysisParameters(
+        threshold=0.1,
+        confidence=0.95,
+        min_complete_cases=2,
+        exact_bootstrap_max_cases=12,
+        bootstrap_resamples=2000,
+        bootstrap_seed=20260930,
+    )
     out = decide([4, 0, 2, 4, -2] * 3, 4, params)
-    assert out["interval"]["method"] == "monte-carlo"
-    assert out["interval"]["seed"] == 20260930 and out["interval"]["resamples"] == 2000
+    assert out.interval.method == "monte-carlo"
+    assert out.interval.seed == 20260930 and out.interval.resamples == 2000
     assert out == decide([4, 0, 2, 4, -2] * 3, 4, params)
 
 
@@ -196,9 +204,13 @@ def test_monte_carlo_above_the_exact_limit_reports_its_seed() -> None:
 def test_not_evaluable_below_the_minimum(prepared: Prepared, broken: int) -> None:
     spec = {seq_of(prepared, c, 60, "high", "M"): "failure:role" for c in CASES[:broken]}
     r = run(prepared, spec)
-    assert r["decision"] == NOT_EVALUABLE and r["interval"] is None and r["estimate"] is None
-    assert r["reason"].endswith("the protocol requires at least 2")
-    assert r["reason"].startswith(f"{8 - broken} complete case")
+    assert (
+        r.primary.decision == NOT_EVALUABLE
+        and r.primary.interval is None
+        and r.primary.estimate is None
+    )
+    assert r.primary.reason.endswith("the protocol requires at least 2")
+    assert r.primary.reason.startswith(f"{8 - broken} complete case")
 
 
 # --- caveats ---------------------------------------------------------------------------------
@@ -206,14 +218,14 @@ def test_not_evaluable_below_the_minimum(prepared: Prepared, broken: int) -> Non
 
 def test_ceiling_caveat_when_both_similarities_are_perfect(prepared: Prepared) -> None:
     r = run(prepared)
-    assert r["decision"] == NOT_SUPPORTED and r["estimate"] == 0
-    assert any(c.startswith("Ceiling") for c in r["caveats"])
-    assert not any(c.startswith("Floor") for c in r["caveats"])
+    assert r.primary.decision == NOT_SUPPORTED and r.primary.estimate == 0
+    assert any(c.startswith("Ceiling") for c in r.caveats)
+    assert not any(c.startswith("Floor") for c in r.caveats)
 
 
 def test_no_ceiling_once_one_answer_is_wrong(prepared: Prepared) -> None:
     r = run(prepared, middle_loss({"S1/60": ("high",)}))
-    assert not any(c.startswith("Ceiling") for c in r["caveats"])
+    assert not any(c.startswith("Ceiling") for c in r.caveats)
 
 
 def test_floor_caveat_when_no_end_position_is_ever_correct(prepared: Prepared) -> None:
@@ -221,8 +233,8 @@ def test_floor_caveat_when_no_end_position_is_ever_correct(prepared: Prepared) -
         return "error:absent_code" if p.condition in ("B", "E") else "correct"
 
     r = run(prepared, spec)
-    assert any(c.startswith("Floor") for c in r["caveats"])
-    assert not any(c.startswith("Ceiling") for c in r["caveats"])
+    assert any(c.startswith("Floor") for c in r.caveats)
+    assert not any(c.startswith("Ceiling") for c in r.caveats)
 
 
 def test_floor_is_stated_even_when_nothing_is_evaluable(prepared: Prepared) -> None:
@@ -231,10 +243,10 @@ def test_floor_is_stated_even_when_nothing_is_evaluable(prepared: Prepared) -> N
         return "failure:finish_reason" if p.condition == "M" else "error:bad_format"
 
     r = run(prepared, spec)
-    assert r["decision"] == NOT_EVALUABLE
-    floor = [c for c in r["caveats"] if c.startswith("Floor")]
+    assert r.primary.decision == NOT_EVALUABLE
+    floor = [c for c in r.caveats if c.startswith("Floor")]
     assert floor and "exploratory" in floor[0]
-    failures = [c for c in r["caveats"] if c.startswith("Failures")]
+    failures = [c for c in r.caveats if c.startswith("Failures")]
     assert failures == [
         "Failures: 32 of 128 executed requests are protocol failures (finish_reason 32); "
         "they are listed with their reasons and never scored as wrong."
@@ -242,17 +254,17 @@ def test_floor_is_stated_even_when_nothing_is_evaluable(prepared: Prepared) -> N
 
 
 def test_no_failures_caveat_without_failures(prepared: Prepared) -> None:
-    assert not any(c.startswith("Failures") for c in run(prepared)["caveats"])
+    assert not any(c.startswith("Failures") for c in run(prepared).caveats)
 
 
 def test_incomplete_cases_caveat(prepared: Prepared) -> None:
     r = run(prepared, {seq_of(prepared, "S8", 60, "low", "A"): "unexecuted"})
-    assert any(c.startswith("1 of 8 planned cases are incomplete") for c in r["caveats"])
+    assert any(c.startswith("1 of 8 planned cases are incomplete") for c in r.caveats)
 
 
 def test_simulation_caveat_only_for_simulations(prepared: Prepared) -> None:
-    assert any("SIMULATION" in c for c in run(prepared, simulation=True)["caveats"])
-    assert not any("SIMULATION" in c for c in run(prepared, simulation=False)["caveats"])
+    assert any("SIMULATION" in c for c in run(prepared, simulation=True).caveats)
+    assert not any("SIMULATION" in c for c in run(prepared, simulation=False).caveats)
 
 
 # --- secondary tables ------------------------------------------------------------------------
@@ -269,38 +281,36 @@ def test_secondary_tables(prepared: Prepared) -> None:
         seq_of(prepared, "S4", 60, "low", "E"): "unexecuted",
     }
     doc = build_document(make_input(prepared, spec))
-    sec = doc["secondary"]
-    overall = sec["refusal"][0]
-    assert (overall["valid"], overall["correct"]) == (32, 31)
-    low = next(r for r in sec["refusal"] if r["level"] == "low")
-    assert (low["valid"], low["correct"]) == (16, 15)
-    m_high = next(r for r in sec["errors"] if (r["condition"], r["similarity"]) == ("M", "high"))
-    assert m_high["near_distractor"] == 1 and m_high["near_distractor_share"] == 1.0
-    a_low = next(r for r in sec["errors"] if (r["condition"], r["similarity"]) == ("A", "low"))
-    assert a_low["wrong_code"] == 1 and a_low["near_distractor_share"] == 0.0
-    assert {r["kind"]: r["count"] for r in sec["protocol_failures"]} == {
+    sec = doc.secondary
+    overall = sec.refusal[0]
+    assert (overall.valid, overall.correct) == (32, 31)
+    low = next(r for r in sec.refusal if r.level == "low")
+    assert (low.valid, low.correct) == (16, 15)
+    m_high = next(r for r in sec.errors if (r.condition, r.similarity) == ("M", "high"))
+    assert m_high.near_distractor == 1 and m_high.near_distractor_share == 1.0
+    a_low = next(r for r in sec.errors if (r.condition, r.similarity) == ("A", "low"))
+    assert a_low.wrong_code == 1 and a_low.near_distractor_share == 0.0
+    assert {r.kind: r.count for r in sec.protocol_failures} == {
         "indeterminate_dropped": 1,
         "unexecuted": 1,
     }
-    luc = sec["latency_usage_cost"]
-    assert luc["executed"] == 127 and luc["latency_s"]["unknown"] == 1
-    assert luc["cost"]["total"] is None and luc["cost"]["unknown"] == 1
-    assert luc["cost"]["known"] == 126
+    luc = sec.latency_usage_cost
+    assert luc.executed == 127 and luc.latency_s.unknown == 1
+    assert luc.cost.total is None and luc.cost.unknown == 1
+    assert luc.cost.known == 126
     cell = next(
-        c
-        for c in sec["accuracy"]
-        if (c["similarity"], c["length"], c["condition"]) == ("high", 240, "B")
+        c for c in sec.accuracy if (c.similarity, c.length, c.condition) == ("high", 240, "B")
     )
-    assert (cell["valid"], cell["not_valid"], cell["accuracy"]) == (7, 1, 1.0)
-    strata = sec["order_balance"]["strata"]
-    assert all(s[o]["planned"] == 2 for s in strata for o in sec["order_balance"]["orders"])
-    assert sum(s[o]["complete"] for s in strata for o in sec["order_balance"]["orders"]) == 30
+    assert (cell.valid, cell.not_valid, cell.accuracy) == (7, 1, 1.0)
+    strata = sec.order_balance.strata
+    assert all(s.orders[o].planned == 2 for s in strata for o in sec.order_balance.orders)
+    assert sum(s.orders[o].complete for s in strata for o in sec.order_balance.orders) == 30
 
 
 def test_cost_total_is_known_only_when_every_cost_is(prepared: Prepared) -> None:
     doc = build_document(make_input(prepared))
-    cost = doc["secondary"]["latency_usage_cost"]["cost"]
-    assert cost["unknown"] == 0 and cost["total"] == pytest.approx(cost["known_sum"])
+    cost = doc.secondary.latency_usage_cost.cost
+    assert cost.unknown == 0 and cost.total == pytest.approx(cost.known_sum)
 
 
 # --- validation of results tables ------------------------------------------------------------
@@ -484,7 +494,7 @@ def test_live_summary_has_no_banner(tmp_path: Path, prepared: Prepared) -> None:
     csv_path = write_csv(tmp_path / "results.csv", make_rows(prepared, simulation=False))
     result = analyze_results(csv_path, prepared.root, tmp_path / "out", figures=False)
     summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
-    assert "SIMULATION" not in summary and result.document["label"] is None
+    assert "SIMULATION" not in summary and result.document.label is None
     assert result.decision == NOT_SUPPORTED and not result.simulation
 
 

@@ -6,19 +6,25 @@ absolute paths, so re-running it gives the same bytes.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import needlepoint
 from needlepoint.analysis.inputs import AnalysisInput, from_results_csv, from_run
 from needlepoint.analysis.primary import SIMULATION_BANNER, primary
+from needlepoint.analysis.record import (
+    ANALYSIS_FORMAT,
+    ANALYSIS_VERSION,
+    AnalysisDocument,
+    AnalysisParameters,
+    ProtocolRef,
+    RunRef,
+    to_json,
+)
 from needlepoint.analysis.secondary import secondary
 from needlepoint.jsonio import write_bytes_atomic
 
-ANALYSIS_FORMAT = "needlepoint-analysis"
-ANALYSIS_VERSION = 1
 FIGURES = {
     "accuracy": "accuracy_by_position.png",
     "forest": "forest_difference.png",
@@ -28,24 +34,29 @@ FIGURES = {
 TABLES = ("cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures")
 
 
+def _row(record: Any) -> dict[str, Any]:
+    """A record's fields as one table row, its columns in field order."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
 @dataclass(frozen=True)
 class Analysis:
     """One run's analysis: the analysis.json document plus where its files were written."""
 
-    document: dict[str, Any]
+    document: AnalysisDocument
     out_dir: Path | None
 
     @property
     def decision(self) -> str:
-        return str(self.document["primary"]["decision"])
+        return self.document.primary.decision
 
     @property
     def reason(self) -> str:
-        return str(self.document["primary"]["reason"])
+        return self.document.primary.reason
 
     @property
     def simulation(self) -> bool:
-        return bool(self.document["simulation"])
+        return self.document.simulation
 
     def figures(self) -> dict[str, Path]:
         """Figure name -> PNG path (empty when nothing was written)."""
@@ -58,73 +69,61 @@ class Analysis:
         import pandas as pd
 
         doc = self.document
-        rows = {
-            "cases": [
-                {"case": c["case"]}
-                | {f"difference_{r['length']}": r["difference"] for r in c["lengths"]}
-                | {"difference": c["difference"]}
-                for c in doc["primary"]["cases"]
-            ],
-            "exploratory": doc["exploratory"],
-            "exclusions": doc["exclusions"],
-            "accuracy": doc["secondary"]["accuracy"],
-            "refusal": doc["secondary"]["refusal"],
-            "errors": [
-                {k: v for k, v in r.items() if k != "kinds"} | r["kinds"]
-                for r in doc["secondary"]["errors"]
-            ],
-            "failures": doc["secondary"]["protocol_failures"],
-        }
-        if name not in rows:
+        if name not in TABLES:
             raise KeyError(f"unknown table {name!r}; choose one of {TABLES}")
-        return pd.DataFrame(rows[name])
+        sec = doc.secondary
+        rows = {
+            "cases": lambda: [
+                {"case": c.case}
+                | {f"difference_{r.length}": r.difference for r in c.lengths}
+                | {"difference": c.difference}
+                for c in doc.primary.cases
+            ],
+            "exploratory": lambda: [_row(r) for r in doc.exploratory],
+            "exclusions": lambda: [_row(r) for r in doc.exclusions],
+            "accuracy": lambda: [_row(r) for r in sec.accuracy],
+            "refusal": lambda: [_row(r) for r in sec.refusal],
+            "errors": lambda: [
+                {k: v for k, v in _row(r).items() if k != "kinds"} | r.kinds for r in sec.errors
+            ],
+            "failures": lambda: [_row(r) for r in sec.protocol_failures],
+        }
+        return pd.DataFrame(rows[name]())
 
 
-def build_document(inp: AnalysisInput) -> dict[str, Any]:
+def build_document(inp: AnalysisInput) -> AnalysisDocument:
     """The versioned analysis.json content for one validated run."""
     result = primary(inp)
     proto = inp.protocol
-    return {
-        "format": ANALYSIS_FORMAT,
-        "version": ANALYSIS_VERSION,
-        "package_version": needlepoint.__version__,
-        "simulation": inp.simulation,
-        "label": SIMULATION_BANNER if inp.simulation else None,
-        "protocol": {
-            "id": proto.get("protocol_id"),
-            "version": proto.get("version"),
-            "fingerprint": inp.fingerprint,
-        },
-        "run": {"journal_sha256": inp.journal_sha256, "source": inp.source},
-        "parameters": dict(proto["analysis"]),
-        "completeness": {
-            k: result.pop(k)
-            for k in ("blocks_complete", "blocks_planned", "pairs_complete", "pairs_planned")
-        }
-        | {"incomplete_cases": result.pop("incomplete_cases")},
-        "exploratory": result.pop("exploratory"),
-        "exclusions": result.pop("exclusions"),
-        "caveats": result.pop("caveats"),
-        "primary": result,
-        "secondary": secondary(inp.outcomes),
-        "figures": dict(FIGURES),
-    }
+    return AnalysisDocument(
+        format=ANALYSIS_FORMAT,
+        version=ANALYSIS_VERSION,
+        package_version=needlepoint.__version__,
+        simulation=inp.simulation,
+        label=SIMULATION_BANNER if inp.simulation else None,
+        protocol=ProtocolRef(
+            id=proto.get("protocol_id"), version=proto.get("version"), fingerprint=inp.fingerprint
+        ),
+        run=RunRef(journal_sha256=inp.journal_sha256, source=inp.source),
+        parameters=AnalysisParameters.of(proto),
+        completeness=result.completeness,
+        exploratory=result.exploratory,
+        exclusions=result.exclusions,
+        caveats=result.caveats,
+        primary=result.primary,
+        secondary=secondary(inp.outcomes),
+        figures=dict(FIGURES),
+    )
 
 
-def document_bytes(doc: dict[str, Any]) -> bytes:
-    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same analysis."""
-    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
-
-
-def write_figures(doc: dict[str, Any], inp: AnalysisInput, out: Path) -> None:
+def write_figures(doc: AnalysisDocument, inp: AnalysisInput, out: Path) -> None:
     """Draw the four analysis figures into ``out``."""
     from needlepoint.analysis import plots
 
     sim = inp.simulation
-    plots.accuracy_heatmap(doc["secondary"]["accuracy"], out / FIGURES["accuracy"], sim)
-    plots.forest_plot(doc["primary"], out / FIGURES["forest"], sim)
-    plots.bootstrap_plot(doc["primary"], out / FIGURES["bootstrap"], sim)
+    plots.accuracy_heatmap(doc.secondary.accuracy, out / FIGURES["accuracy"], sim)
+    plots.forest_plot(doc.primary, out / FIGURES["forest"], sim)
+    plots.bootstrap_plot(doc.primary, out / FIGURES["bootstrap"], sim)
     plots.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
 
 
@@ -140,8 +139,8 @@ def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True
     if figures:
         write_figures(doc, inp, out)
     else:
-        doc["figures"] = {}
-    write_bytes_atomic(out / "analysis.json", document_bytes(doc))
+        doc = replace(doc, figures={})
+    write_bytes_atomic(out / "analysis.json", to_json(doc))
     write_bytes_atomic(out / "summary.md", summary_markdown(doc).encode("utf-8"))
     return Analysis(doc, out)
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.analysis.figure import stable_figure
+from needlepoint.analysis.record import Primary
+from needlepoint.analysis.tables import AccuracyCell
 
 STATUS_COLOURS = {
     "correct": "#1a9850",
@@ -29,14 +31,14 @@ STATUS_LABELS = {
 
 
 def accuracy_heatmap(
-    cells: Sequence[dict[str, Any]], path: str | Path, simulation: bool = False
+    cells: Sequence[AccuracyCell], path: str | Path, simulation: bool = False
 ) -> Path:
     """Accuracy by position × length, one panel per similarity, with n on every cell."""
     import numpy as np
 
-    sims = list(dict.fromkeys(c["similarity"] for c in cells))
-    lengths = sorted({c["length"] for c in cells})
-    conds = list(dict.fromkeys(c["condition"] for c in cells))
+    sims = list(dict.fromkeys(c.similarity for c in cells))
+    lengths = sorted({c.length for c in cells})
+    conds = list(dict.fromkeys(c.condition for c in cells))
     title = "Exact-correct rate by position and background length"
     size = (1.6 + 3.2 * len(sims) + 1.1, 1.5 + 0.85 * len(conds))
     with stable_figure(size, (1.5, 1.3, 0.75, 0.75), title, simulation, path) as fig:
@@ -46,21 +48,21 @@ def accuracy_heatmap(
         for ax, sim in zip(axes, sims, strict=True):
             grid = np.full((len(conds), len(lengths)), np.nan)
             for c in cells:
-                if c["similarity"] == sim and c["accuracy"] is not None:
-                    grid[conds.index(c["condition"]), lengths.index(c["length"])] = c["accuracy"]
+                if c.similarity == sim and c.accuracy is not None:
+                    grid[conds.index(c.condition), lengths.index(c.length)] = c.accuracy
             image = ax.imshow(
                 np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto"
             )
-            for c in (c for c in cells if c["similarity"] == sim):
-                i, j = conds.index(c["condition"]), lengths.index(c["length"])
+            for c in (c for c in cells if c.similarity == sim):
+                i, j = conds.index(c.condition), lengths.index(c.length)
                 text = (
-                    f"{c['correct']}/{c['valid']}\n{100 * c['accuracy']:.0f}%"
-                    if c["valid"]
+                    f"{c.correct}/{c.valid}\n{100 * c.accuracy:.0f}%"
+                    if c.valid and c.accuracy is not None
                     else "no valid\nresponse"
                 )
-                if c["not_valid"]:
-                    text += f"\n+{c['not_valid']} not valid"
-                dark = c["accuracy"] is not None and c["accuracy"] > 0.55
+                if c.not_valid:
+                    text += f"\n+{c.not_valid} not valid"
+                dark = c.accuracy is not None and c.accuracy > 0.55
                 ax.text(
                     j,
                     i,
@@ -68,7 +70,7 @@ def accuracy_heatmap(
                     ha="center",
                     va="center",
                     fontsize=9,
-                    color="black" if dark else "white" if c["valid"] else "black",
+                    color="black" if dark else "white" if c.valid else "black",
                 )
             ax.set_xticks(range(len(lengths)), [f"{n} records" for n in lengths])
             ax.set_yticks(range(len(conds)), [_condition_label(c) for c in conds])
@@ -87,9 +89,9 @@ def _condition_label(c: str) -> str:
     return {"B": "B (beginning)", "M": "M (middle)", "E": "E (end)", "A": "A (absent)"}.get(c, c)
 
 
-def forest_plot(primary: dict[str, Any], path: str | Path, simulation: bool = False) -> Path:
+def forest_plot(primary: Primary, path: str | Path, simulation: bool = False) -> Path:
     """Per-case similarity difference with the overall estimate, interval and threshold."""
-    cases = primary["cases"]
+    cases = primary.cases
     title = "Similarity difference in middle loss (high − low), per complete case"
     rows = len(cases) + 1
     with stable_figure(
@@ -100,43 +102,43 @@ def forest_plot(primary: dict[str, Any], path: str | Path, simulation: bool = Fa
         # One scatter per series (not per point): each call builds its own collection.
         if cases:
             ax.scatter(
-                [c["difference"] for c in cases],
+                [c.difference for c in cases],
                 range(len(cases)),
                 color="#2166ac",
                 zorder=3,
                 s=40,
                 label="case mean",
             )
-            n_len = len(cases[0]["lengths"])
+            n_len = len(cases[0].lengths)
             for k in range(n_len):
                 ax.scatter(
-                    [c["lengths"][k]["difference"] for c in cases],
+                    [c.lengths[k].difference for c in cases],
                     [y + 0.22 * (k - (n_len - 1) / 2) for y in range(len(cases))],
                     marker=markers[k % len(markers)],
                     facecolors="none",
                     edgecolors="#4393c3",
                     s=28,
                     zorder=2,
-                    label=f"length {cases[0]['lengths'][k]['length']}",
+                    label=f"length {cases[0].lengths[k].length}",
                 )
         y_all = len(cases)
-        interval = primary.get("interval")
-        if primary.get("estimate") is not None and interval:
-            ax.hlines(y_all, interval["lower"], interval["upper"], color="black", lw=2.5)
-            ax.scatter(primary["estimate"], y_all, marker="D", color="black", s=60, zorder=3)
-            label = f"overall {primary['estimate']:.3f}\n[{interval['lower']:.3f}, "
-            label += f"{interval['upper']:.3f}]"
+        interval = primary.interval
+        if primary.estimate is not None and interval:
+            ax.hlines(y_all, interval.lower, interval.upper, color="black", lw=2.5)
+            ax.scatter(primary.estimate, y_all, marker="D", color="black", s=60, zorder=3)
+            label = f"overall {primary.estimate:.3f}\n[{interval.lower:.3f}, "
+            label += f"{interval.upper:.3f}]"
         else:
             label = "overall: not evaluable"
         ax.axvline(0, color="grey", lw=1)
         ax.axvline(
-            primary["threshold"],
+            primary.threshold,
             color="#b2182b",
             ls="--",
             lw=1.2,
-            label=f"threshold {primary['threshold']:g}",
+            label=f"threshold {primary.threshold:g}",
         )
-        ax.set_yticks(range(rows), [c["case"] for c in cases] + [label])
+        ax.set_yticks(range(rows), [c.case for c in cases] + [label])
         ax.invert_yaxis()
         ax.set_xlim(-1.1, 1.1)
         ax.set_xlabel("difference in middle loss, high − low similarity")
@@ -144,46 +146,42 @@ def forest_plot(primary: dict[str, Any], path: str | Path, simulation: bool = Fa
     return Path(path)
 
 
-def bootstrap_plot(primary: dict[str, Any], path: str | Path, simulation: bool = False) -> Path:
+def bootstrap_plot(primary: Primary, path: str | Path, simulation: bool = False) -> Path:
     """The bootstrap distribution of the mean difference, with threshold, zero and interval."""
-    interval = primary.get("interval")
+    interval = primary.interval
     title = "Case-cluster bootstrap distribution of the difference"
     with stable_figure((8.5, 3.8), (0.9, 1.7, 0.8, 0.6), title, simulation, path) as fig:
         ax = fig.subplots()
-        if interval:
-            values = [d["value"] for d in interval["distribution"]]
-            probs = [d["weight"] / interval["total_weight"] for d in interval["distribution"]]
+        if interval and primary.estimate is not None:
+            values = [d.value for d in interval.distribution]
+            probs = [d.weight / interval.total_weight for d in interval.distribution]
             width = min((b - a for a, b in itertools.pairwise(values)), default=0.02)
             ax.bar(values, probs, width=width * 0.9, color="#4393c3", zorder=2)
             low = min(values[0], 0.0) - 2 * width
-            ax.set_xlim(low, max(values[-1], primary["threshold"]) + 2 * width)
+            ax.set_xlim(low, max(values[-1], primary.threshold) + 2 * width)
             ax.axvspan(
-                interval["lower"],
-                interval["upper"],
+                interval.lower,
+                interval.upper,
                 color="#fddbc7",
                 zorder=0,
-                label=f"{100 * interval['confidence']:g}% interval",
+                label=f"{100 * interval.confidence:g}% interval",
             )
             ax.axvline(
-                primary["estimate"],
+                primary.estimate,
                 color="black",
                 lw=1.5,
-                label=f"estimate {primary['estimate']:.3f}",
+                label=f"estimate {primary.estimate:.3f}",
             )
-            how = f"{interval['method']}, {interval['resamples']:,} "
-            how += (
-                "multisets"
-                if interval["method"] == "exact"
-                else (f"resamples, seed {interval['seed']}")
-            )
-            if interval["degenerate"]:
+            how = f"{interval.method}, {interval.resamples:,} "
+            how += "multisets" if interval.method == "exact" else f"resamples, seed {interval.seed}"
+            if interval.degenerate:
                 how += "; zero width: every case has the same difference"
             ax.set_title(how, fontsize=9)
         else:
             ax.text(
                 0.5,
                 0.5,
-                f"not evaluable: {primary['reason']}",
+                f"not evaluable: {primary.reason}",
                 ha="center",
                 va="center",
                 transform=ax.transAxes,
@@ -191,11 +189,11 @@ def bootstrap_plot(primary: dict[str, Any], path: str | Path, simulation: bool =
             )
         ax.axvline(0, color="grey", lw=1, label="zero")
         ax.axvline(
-            primary["threshold"],
+            primary.threshold,
             color="#b2182b",
             ls="--",
             lw=1.2,
-            label=f"threshold {primary['threshold']:g}",
+            label=f"threshold {primary.threshold:g}",
         )
         ax.set_xlabel("mean difference over resampled cases")
         ax.set_ylabel("bootstrap probability")

@@ -11,16 +11,60 @@ the very resamples the analysis would draw from the protocol's seed. Everything 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from needlepoint.analysis.bootstrap import as_fraction, integer_sum_weights, tail_probabilities
+from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.errors import NeedlepointError
 
 CONDITIONS = ("B", "M", "E", "A")
 DEFAULT_EFFECTS = tuple(round(0.05 * i, 2) for i in range(13))
+# The power table's columns (power.csv), one row per design × added middle loss.
+POWER_COLUMNS = (
+    "cases",
+    "effect",
+    "power",
+    "not_evaluable",
+    "mean_complete_cases",
+    "simulations",
+)
+
+
+@dataclass(frozen=True)
+class PowerModel:
+    """A hypothetical model: P(correct) by position, P(failure), and when the runner stops."""
+
+    acc_b: float = 0.95
+    acc_m: float = 0.9
+    acc_e: float = 0.95
+    acc_a: float = 0.95
+    failure_rate: float = 0.0
+    stop_after: int | None = None  # consecutive failures that end a run; None: the protocol's
+
+    def check(self) -> None:
+        """Refuse probabilities outside [0, 1], with the offending name."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "stop_after" and not 0 <= value <= 1:
+                raise NeedlepointError(f"power: {f.name} must lie in [0, 1], got {value}")
+
+
+@dataclass(frozen=True)
+class PowerStudy:
+    """The grid to simulate: designs (case counts), added middle losses, runs per point, seed."""
+
+    cases: tuple[int, ...] = (8, 16, 32)
+    effects: tuple[float, ...] = DEFAULT_EFFECTS
+    simulations: int = 1000
+    seed: int = 20260930
+
+    def __post_init__(self) -> None:
+        # Notebook parameters are lists; the record keeps tuples so that it stays immutable.
+        object.__setattr__(self, "cases", tuple(self.cases))
+        object.__setattr__(self, "effects", tuple(self.effects))
 
 
 def design_index(protocol: dict[str, Any], n_cases: int) -> tuple[np.ndarray, list[Any]]:
@@ -85,14 +129,14 @@ def decide_runs(
     numerators: np.ndarray,
     complete: np.ndarray,
     denominator: int,
-    params: dict[str, Any],
+    params: AnalysisParameters,
     cache: dict[Any, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised preregistered decision for many runs: (supported, evaluable) per run."""
     cache = {} if cache is None else cache
-    threshold = as_fraction(float(params["threshold"]))
-    alpha, _ = tail_probabilities(float(params["confidence"]))
-    exact_max, minimum = int(params["exact_bootstrap_max_cases"]), int(params["min_complete_cases"])
+    threshold = as_fraction(float(params.threshold))
+    alpha, _ = tail_probabilities(float(params.confidence))
+    exact_max, minimum = int(params.exact_bootstrap_max_cases), int(params.min_complete_cases)
     k = complete.sum(axis=1)
     order = np.argsort(~complete, axis=1, kind="stable")  # complete cases first, in case order
     packed = np.take_along_axis(numerators, order, axis=1)
@@ -117,10 +161,10 @@ def decide_runs(
             key = ("mc", int(kv))
             if key not in cache:
                 cache[key] = _resample_counts(
-                    int(kv), int(params["bootstrap_resamples"]), int(params["bootstrap_seed"])
+                    int(kv), int(params.bootstrap_resamples), int(params.bootstrap_seed)
                 )
             at_zero = (vals.astype(np.float32) @ cache[key].T <= 0).sum(axis=1)
-            total = int(params["bootstrap_resamples"])
+            total = int(params.bootstrap_resamples)
         # Lower bound Q(alpha) > 0 exactly when P(resample mean <= 0) < alpha; both sides are
         # integers far below 2**63 (total <= 12**12, alpha's denominator is small).
         supported[rows] = at_zero.astype(np.int64) * alpha.denominator < alpha.numerator * total
@@ -128,65 +172,58 @@ def decide_runs(
 
 
 def power_grid(
+    model: PowerModel | None = None,
+    study: PowerStudy | None = None,
     protocol: dict[str, Any] | None = None,
-    cases: Sequence[int] = (8, 16, 32),
-    effects: Sequence[float] | None = None,
-    acc_b: float = 0.95,
-    acc_m: float = 0.9,
-    acc_e: float = 0.95,
-    acc_a: float = 0.95,
-    failure_rate: float = 0.0,
-    simulations: int = 1000,
-    seed: int = 20260930,
-    stop_after: int | None = None,
 ) -> Any:
-    """P(decision = supported) over a grid of added middle losses, as a pandas DataFrame."""
+    """P(decision = supported) over a grid of added middle losses, as a pandas DataFrame.
+
+    Defaults: ``PowerModel()``, ``PowerStudy()`` and the reference protocol, which gives the
+    design and the decision rule.
+    """
     import pandas as pd
 
+    model = PowerModel() if model is None else model
+    study = PowerStudy() if study is None else study
     if protocol is None:
         from needlepoint.design.protocol import reference_protocol
 
         protocol = reference_protocol()
-    effects = list(DEFAULT_EFFECTS if effects is None else effects)
-    probs = {
-        "acc_b": acc_b,
-        "acc_m": acc_m,
-        "acc_e": acc_e,
-        "acc_a": acc_a,
-        "failure_rate": failure_rate,
-    }
-    for name, value in probs.items():
-        if not 0 <= value <= 1:
-            raise NeedlepointError(f"power: {name} must lie in [0, 1], got {value}")
+    effects = list(study.effects)
+    model.check()
+    acc_m = model.acc_m
     if any(e < 0 or e > acc_m for e in effects):
         raise NeedlepointError(f"power: added middle losses must lie in [0, acc_m={acc_m}]")
-    if simulations < 1 or any(n < 1 for n in cases):
+    if study.simulations < 1 or any(n < 1 for n in study.cases):
         raise NeedlepointError("power: simulations and cases must be positive")
+    stop_after = model.stop_after
     if stop_after is None:
         stop_after = int(protocol["runner"]["max_consecutive_failures"])
-    params = protocol["analysis"]
+    params = AnalysisParameters.of(protocol)
     denominator = 2 * len(protocol["lengths"])
+    per_condition = dict(
+        zip(CONDITIONS, (model.acc_b, acc_m, model.acc_e, model.acc_a), strict=True)
+    )
     rows, cache = [], {}
-    for n in cases:
+    for n in study.cases:
         _, slots = design_index(protocol, n)
-        rng = np.random.default_rng([seed, n])
-        uniforms = (rng.random((simulations, len(slots))), rng.random((simulations, len(slots))))
+        rng = np.random.default_rng([study.seed, n])
+        shape = (study.simulations, len(slots))
+        uniforms = (rng.random(shape), rng.random(shape))
         for effect in effects:
-            per_condition = dict(zip(CONDITIONS, (acc_b, acc_m, acc_e, acc_a), strict=True))
             accuracy = {(s, c): a for s in ("low", "high") for c, a in per_condition.items()}
             accuracy[("high", "M")] = acc_m - effect
             nums, complete = simulate_runs(
-                protocol, n, accuracy, failure_rate, uniforms, stop_after
+                protocol, n, accuracy, model.failure_rate, uniforms, stop_after
             )
             supported, evaluable = decide_runs(nums, complete, denominator, params, cache)
-            rows.append(
-                {
-                    "cases": n,
-                    "effect": effect,
-                    "power": float(supported.mean()),
-                    "not_evaluable": float(1 - evaluable.mean()),
-                    "mean_complete_cases": float(complete.sum(axis=1).mean()),
-                    "simulations": simulations,
-                }
+            values = (
+                n,
+                effect,
+                float(supported.mean()),
+                float(1 - evaluable.mean()),
+                float(complete.sum(axis=1).mean()),
+                study.simulations,
             )
+            rows.append(dict(zip(POWER_COLUMNS, values, strict=True)))
     return pd.DataFrame(rows)

@@ -12,16 +12,44 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from needlepoint.analysis.bootstrap import as_fraction, percentile_interval
+from needlepoint.analysis.decision import (
+    NOT_EVALUABLE,
+    NOT_SUPPORTED,
+    SIMULATION_BANNER,
+    SUPPORTED,
+    decide,
+    fmt,
+)
 from needlepoint.analysis.inputs import AnalysisInput, Outcome
+from needlepoint.analysis.record import (
+    AnalysisParameters,
+    CaseResult,
+    Completeness,
+    Decision,
+    Exclusion,
+    ExploratoryRow,
+    IncompleteCase,
+    PairValues,
+    Primary,
+)
 
-SUPPORTED = "supported"
-NOT_SUPPORTED = "not supported"
-NOT_EVALUABLE = "not evaluable"
-SIMULATION_BANNER = "SIMULATION — not a model result"
+__all__ = [
+    "NOT_EVALUABLE",
+    "NOT_SUPPORTED",
+    "SIMULATION_BANNER",
+    "SUPPORTED",
+    "BlockCheck",
+    "PrimaryResult",
+    "caveats",
+    "completeness",
+    "decide",
+    "natural_key",
+    "primary",
+]
 
 
 def natural_key(label: str) -> tuple[Any, ...]:
@@ -29,18 +57,38 @@ def natural_key(label: str) -> tuple[Any, ...]:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
 
 
-def _fmt(x: Fraction | float) -> str:
-    """A short, stable number for reasons and summaries."""
-    return f"{float(x):.4g}"
-
-
 def _problem(o: Outcome) -> str:
     return f"seq {o.seq} {o.category}" + (f" ({o.kind})" if o.kind else "")
 
 
-def completeness(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+Block = tuple[str, int, str]  # case, length, similarity
+
+
+@dataclass(frozen=True)
+class BlockCheck:
+    """Every block's outcomes and the problems that make blocks, pairs and cases incomplete."""
+
+    blocks: dict[Block, list[Outcome]]
+    block_problems: dict[Block, list[str]]
+    pair_problems: dict[tuple[str, int], list[str]]
+    case_problems: dict[str, list[str]]
+    complete_cases: list[str]
+
+
+@dataclass(frozen=True)
+class PrimaryResult:
+    """The primary analysis and everything it left out: the parts of analysis.json it fills."""
+
+    primary: Primary
+    completeness: Completeness
+    exploratory: tuple[ExploratoryRow, ...]
+    exclusions: tuple[Exclusion, ...]
+    caveats: tuple[str, ...]
+
+
+def completeness(outcomes: Sequence[Outcome]) -> BlockCheck:
     """Which blocks, pairs and cases are complete, and why the others are not."""
-    blocks: dict[tuple[str, int, str], list[Outcome]] = defaultdict(list)
+    blocks: dict[Block, list[Outcome]] = defaultdict(list)
     for o in outcomes:
         blocks[(o.case, o.length, o.similarity)].append(o)
     sims_of: dict[tuple[str, int], set[str]] = defaultdict(set)
@@ -66,13 +114,13 @@ def completeness(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         ]
         for case, lengths in lengths_of.items()
     }
-    return {
-        "blocks": blocks,
-        "block_problems": block_problems,
-        "pair_problems": pair_problems,
-        "case_problems": case_problems,
-        "complete_cases": sorted((c for c, p in case_problems.items() if not p), key=natural_key),
-    }
+    return BlockCheck(
+        blocks=blocks,
+        block_problems=block_problems,
+        pair_problems=pair_problems,
+        case_problems=case_problems,
+        complete_cases=sorted((c for c, p in case_problems.items() if not p), key=natural_key),
+    )
 
 
 def _loss2(block: Sequence[Outcome]) -> int:
@@ -81,147 +129,93 @@ def _loss2(block: Sequence[Outcome]) -> int:
     return score["B"] + score["E"] - 2 * score["M"]
 
 
-def _pair_values(blocks: dict, case: str, length: int, problems: dict) -> dict[str, Any]:
-    """Middle losses and difference for one case × length; None where a block is incomplete."""
-    row: dict[str, Any] = {"case": case, "length": length}
+def _pair_values(check: BlockCheck, case: str, length: int) -> tuple[PairValues, int | None]:
+    """Middle losses and difference for one case × length (None where a block is incomplete),
+    with twice the difference as an integer for the exact metric."""
     twice: dict[str, int | None] = {}
     for sim in ("low", "high"):
-        ok = (case, length, sim) in blocks and not problems[(case, length, sim)]
-        twice[sim] = _loss2(blocks[(case, length, sim)]) if ok else None
-        row[f"loss_{sim}"] = None if twice[sim] is None else twice[sim] / 2
-    both = twice["low"] is not None and twice["high"] is not None
-    row["difference"] = (twice["high"] - twice["low"]) / 2 if both else None  # type: ignore[operator]
-    row["_twice_diff"] = (twice["high"] - twice["low"]) if both else None  # type: ignore[operator]
-    return row
+        key = (case, length, sim)
+        ok = key in check.blocks and not check.block_problems[key]
+        twice[sim] = _loss2(check.blocks[key]) if ok else None
+    low, high = twice["low"], twice["high"]
+    diff2 = high - low if high is not None and low is not None else None
+    values = PairValues(
+        case=case,
+        length=length,
+        loss_low=None if low is None else low / 2,
+        loss_high=None if high is None else high / 2,
+        difference=None if diff2 is None else diff2 / 2,
+    )
+    return values, diff2
 
 
-def primary(inp: AnalysisInput) -> dict[str, Any]:
+def primary(inp: AnalysisInput) -> PrimaryResult:
     """Completeness, per-case differences, the bootstrap interval, decision and caveats."""
-    params = inp.protocol["analysis"]
-    comp = completeness(inp.outcomes)
-    blocks, bprob = comp["blocks"], comp["block_problems"]
+    params = AnalysisParameters.of(inp.protocol)
+    check = completeness(inp.outcomes)
     lengths = sorted({o.length for o in inp.outcomes})
     denominator = 2 * len(lengths)  # case value = sum of twice-differences / (2 * lengths)
     cases, numerators = [], []
-    for case in comp["complete_cases"]:
-        rows = [_pair_values(blocks, case, length, bprob) for length in lengths]
-        num = sum(r.pop("_twice_diff") for r in rows)
+    for case in check.complete_cases:
+        pairs = [_pair_values(check, case, length) for length in lengths]
+        num = sum(diff2 for _, diff2 in pairs if diff2 is not None)
         numerators.append(num)
         value = Fraction(num, denominator)
-        cases.append(
-            {"case": case, "lengths": rows, "difference": float(value), "exact": str(value)}
-        )
+        rows = tuple(values for values, _ in pairs)
+        cases.append(CaseResult(case=case, lengths=rows, difference=float(value), exact=str(value)))
     exploratory = []
-    for case in sorted(comp["case_problems"], key=natural_key):
-        if comp["case_problems"][case]:
+    for case in sorted(check.case_problems, key=natural_key):
+        if check.case_problems[case]:
             for length in lengths:
-                row = _pair_values(blocks, case, length, bprob)
-                row.pop("_twice_diff")
-                problems = comp["pair_problems"][(case, length)]
-                row["reason"] = "; ".join(problems) or (
+                v, _ = _pair_values(check, case, length)
+                problems = check.pair_problems[(case, length)]
+                reason = "; ".join(problems) or (
                     "pair complete, but the case has an incomplete length"
                 )
-                exploratory.append(row)
-    exclusions = [
-        {
-            "seq": o.seq,
-            "case": o.case,
-            "length": o.length,
-            "similarity": o.similarity,
-            "condition": o.condition,
-            "category": o.category,
-            "kind": o.kind,
-            "excludes": f"case {o.case} (block {o.case}/{o.length}/{o.similarity})",
-        }
+                exploratory.append(
+                    ExploratoryRow(v.case, v.length, v.loss_low, v.loss_high, v.difference, reason)
+                )
+    exclusions = tuple(
+        Exclusion(
+            seq=o.seq,
+            case=o.case,
+            length=o.length,
+            similarity=o.similarity,
+            condition=o.condition,
+            category=o.category,
+            kind=o.kind,
+            excludes=f"case {o.case} (block {o.case}/{o.length}/{o.similarity})",
+        )
         for o in inp.outcomes
         if not o.valid
-    ]
-    result: dict[str, Any] = {
-        "complete_cases": len(cases),
-        "planned_cases": len(comp["case_problems"]),
-        "cases": cases,
-        "incomplete_cases": [
-            {"case": c, "reason": "; ".join(p)}
-            for c, p in sorted(comp["case_problems"].items(), key=lambda kv: natural_key(kv[0]))
-            if p
-        ],
-        "exploratory": exploratory,
-        "exclusions": exclusions,
-        "blocks_complete": sum(1 for p in bprob.values() if not p),
-        "blocks_planned": len(bprob),
-        "pairs_complete": sum(1 for p in comp["pair_problems"].values() if not p),
-        "pairs_planned": len(comp["pair_problems"]),
-    }
-    result |= decide(numerators, denominator, params)
-    result["caveats"] = caveats(inp, comp["complete_cases"], result)
-    return result
-
-
-def decide(numerators: Sequence[int], denominator: int, params: dict[str, Any]) -> dict[str, Any]:
-    """Estimate, interval and the preregistered decision from per-case integer numerators."""
-    n, minimum = len(numerators), int(params["min_complete_cases"])
-    threshold = as_fraction(float(params["threshold"]))
-    out: dict[str, Any] = {
-        "threshold": float(threshold),
-        "estimate": None,
-        "estimate_exact": None,
-        "interval": None,
-    }
-    if n < minimum:
-        out["decision"] = NOT_EVALUABLE
-        out["reason"] = (
-            f"{n} complete case{'s' if n != 1 else ''}; the protocol requires at least {minimum}"
-        )
-        return out
-    estimate = Fraction(sum(numerators), n * denominator)
-    boot = percentile_interval(
-        numerators,
-        float(params["confidence"]),
-        exact_max=int(params["exact_bootstrap_max_cases"]),
-        resamples=int(params["bootstrap_resamples"]),
-        seed=int(params["bootstrap_seed"]),
-        denominator=denominator,
     )
-    lower, upper = boot.lower_exact, boot.upper_exact
-    assert lower is not None and upper is not None  # integer numerators are always exact
-    out["estimate"], out["estimate_exact"] = float(estimate), str(estimate)
-    out["interval"] = {
-        "confidence": float(boot.confidence),
-        "lower": float(lower),
-        "upper": float(upper),
-        "lower_exact": str(lower),
-        "upper_exact": str(upper),
-        "method": boot.method,
-        "seed": boot.seed,
-        "resamples": boot.resamples,
-        "cases": boot.n,
-        "degenerate": boot.degenerate,
-        "quantile": "inverse CDF: Q(p) = smallest resample mean with P(mean <= Q) >= p",
-        "distribution": [
-            {"value": float(v), "weight": int(w)}
-            for v, w in zip(boot.values, boot.weights, strict=True)
-        ],
-        "total_weight": int(boot.total),
-    }
-    pct = f"{_fmt(100 * boot.confidence)}%"
-    if estimate >= threshold and lower > 0:
-        out["decision"] = SUPPORTED
-        out["reason"] = (
-            f"difference {_fmt(estimate)} >= threshold {_fmt(threshold)} and the {pct} "
-            f"interval's lower bound {_fmt(lower)} is above 0"
-        )
-    else:
-        out["decision"] = NOT_SUPPORTED
-        why = []
-        if estimate < threshold:
-            why.append(f"difference {_fmt(estimate)} is below the threshold {_fmt(threshold)}")
-        if lower <= 0:
-            why.append(f"the {pct} interval's lower bound {_fmt(lower)} is not above 0")
-        out["reason"] = " and ".join(why)
-    return out
+    decision = decide(numerators, denominator, params)
+    result = Primary(
+        complete_cases=len(cases),
+        planned_cases=len(check.case_problems),
+        cases=tuple(cases),
+        **{name: getattr(decision, name) for name in Decision.__dataclass_fields__},
+    )
+    return PrimaryResult(
+        primary=result,
+        completeness=Completeness(
+            blocks_complete=sum(1 for p in check.block_problems.values() if not p),
+            blocks_planned=len(check.block_problems),
+            pairs_complete=sum(1 for p in check.pair_problems.values() if not p),
+            pairs_planned=len(check.pair_problems),
+            incomplete_cases=tuple(
+                IncompleteCase(case=c, reason="; ".join(p))
+                for c, p in sorted(check.case_problems.items(), key=lambda kv: natural_key(kv[0]))
+                if p
+            ),
+        ),
+        exploratory=tuple(exploratory),
+        exclusions=exclusions,
+        caveats=tuple(caveats(inp, check.complete_cases, result)),
+    )
 
 
-def caveats(inp: AnalysisInput, complete: Sequence[str], result: dict[str, Any]) -> list[str]:
+def caveats(inp: AnalysisInput, complete: Sequence[str], result: Primary) -> list[str]:
     """Conditions under which the number says less than it seems to."""
     notes = []
     if inp.simulation:
@@ -261,17 +255,17 @@ def caveats(inp: AnalysisInput, complete: Sequence[str], result: dict[str, Any])
             f"Failures: {sum(failed.values())} of {executed} executed requests are protocol "
             f"failures ({kinds}); they are listed with their reasons and never scored as wrong."
         )
-    interval = result.get("interval")
-    if interval and interval["degenerate"]:
+    interval = result.interval
+    if interval and interval.degenerate and result.estimate is not None:
         notes.append(
             f"Degenerate bootstrap: every complete case has the same difference "
-            f"({_fmt(result['estimate'])}), so the interval has zero width; that reflects "
+            f"({fmt(result.estimate)}), so the interval has zero width; that reflects "
             "identical cases, not certainty."
         )
-    missing = result["planned_cases"] - result["complete_cases"]
-    if missing and result["decision"] != NOT_EVALUABLE:
+    missing = result.planned_cases - result.complete_cases
+    if missing and result.decision != NOT_EVALUABLE:
         notes.append(
-            f"{missing} of {result['planned_cases']} planned cases are incomplete and excluded; "
+            f"{missing} of {result.planned_cases} planned cases are incomplete and excluded; "
             "the interval covers the complete cases only."
         )
     return notes

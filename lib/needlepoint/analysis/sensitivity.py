@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from needlepoint.analysis.figure import stable_figure
-from needlepoint.analysis.power import power_grid
+from needlepoint.analysis.power import PowerModel, PowerStudy, power_grid
+from needlepoint.analysis.record import AnalysisParameters
 
 
 def detectable_effect(table: Any, target: float = 0.8) -> dict[int, dict[str, float | None]]:
@@ -31,19 +31,19 @@ def detectable_effect(table: Any, target: float = 0.8) -> dict[int, dict[str, fl
 
 
 def sensitivity_lines(
-    cases: Sequence[int] = (8, 16, 32),
-    effects: Sequence[float] | None = None,
-    acc_b: float = 0.95,
-    acc_m: float = 0.9,
-    acc_e: float = 0.95,
-    acc_a: float = 0.95,
-    failure_rate: float = 0.0,
-    simulations: int = 1000,
-    seed: int = 20260930,
+    model: PowerModel | None = None,
+    study: PowerStudy | None = None,
+    *,
     prepared: str | Path | None = None,
     out: str | Path | None = None,
 ) -> list[str]:
-    """The `needlepoint power` output as lines; with ``out`` also power.csv and the curve."""
+    """The `needlepoint power` output as lines; with ``out`` also power.csv and the curve.
+
+    ``prepared`` takes the design and decision rule from a prepared folder instead of the
+    reference protocol.
+    """
+    model = PowerModel() if model is None else model
+    study = PowerStudy() if study is None else study
     protocol = None
     if prepared is not None:
         from needlepoint.design.prepared import load_prepared
@@ -53,19 +53,21 @@ def sensitivity_lines(
         from needlepoint.design.protocol import reference_protocol
 
         protocol = reference_protocol()
-    table = power_grid(
-        protocol, cases, effects, acc_b, acc_m, acc_e, acc_a, failure_rate, simulations, seed
-    )
-    a, stop = protocol["analysis"], protocol["runner"]["max_consecutive_failures"]
+    table = power_grid(model, study, protocol)
+    a = AnalysisParameters.of(protocol)
+    stop = model.stop_after
+    if stop is None:
+        stop = protocol["runner"]["max_consecutive_failures"]
     lines = [
         "Design sensitivity (seeded simulation of hypothetical models; not a model result)",
-        f"model: P(correct) B {acc_b:g}, M {acc_m:g}, E {acc_e:g}, A {acc_a:g}; "
-        f"protocol-failure rate {failure_rate:g}; run stops after {stop} consecutive failures",
-        f"decision: difference >= {a['threshold']:g} and {100 * a['confidence']:g}% lower bound "
-        f"> 0, at least {a['min_complete_cases']} complete cases; exact bootstrap up to "
-        f"{a['exact_bootstrap_max_cases']} cases, else {a['bootstrap_resamples']} resamples "
-        f"(seed {a['bootstrap_seed']})",
-        f"{simulations} simulated runs per point, seed {seed}",
+        f"model: P(correct) B {model.acc_b:g}, M {model.acc_m:g}, E {model.acc_e:g}, "
+        f"A {model.acc_a:g}; protocol-failure rate {model.failure_rate:g}; run stops after "
+        f"{stop} consecutive failures",
+        f"decision: difference >= {a.threshold:g} and {100 * a.confidence:g}% lower bound "
+        f"> 0, at least {a.min_complete_cases} complete cases; exact bootstrap up to "
+        f"{a.exact_bootstrap_max_cases} cases, else {a.bootstrap_resamples} resamples "
+        f"(seed {a.bootstrap_seed})",
+        f"{study.simulations} simulated runs per point, seed {study.seed}",
         "",
         "P(supported) by added middle loss (rows) and number of cases (columns):",
     ]
@@ -90,7 +92,7 @@ def sensitivity_lines(
         write_bytes_atomic(
             folder / "power.csv", table.to_csv(index=False, lineterminator="\n").encode()
         )
-        power_curve(table, folder / "power_curve.png", threshold=float(a["threshold"]))
+        power_curve(table, folder / "power_curve.png", threshold=float(a.threshold))
         lines.append(f"wrote {folder.name}/power.csv and {folder.name}/power_curve.png")
     return lines
 

@@ -34,21 +34,21 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out
     result = analyze(inputs[0], out, figures=not args.no_figures)
     doc = result.document
-    if doc["simulation"]:
-        print(doc["label"])
-    p = doc["primary"]
-    print(f"decision: {p['decision']} ({p['reason']})")
-    if p["interval"]:
-        iv = p["interval"]
-        seed = f", seed {iv['seed']}" if iv["seed"] is not None else ""
+    if doc.simulation:
+        print(doc.label)
+    p = doc.primary
+    print(f"decision: {p.decision} ({p.reason})")
+    if p.interval and p.estimate is not None:
+        iv = p.interval
+        seed = f", seed {iv.seed}" if iv.seed is not None else ""
         print(
-            f"difference {p['estimate']:.4g} [{iv['lower']:.4g}, {iv['upper']:.4g}] "
-            f"over {p['complete_cases']} complete cases ({iv['method']} bootstrap{seed})"
+            f"difference {p.estimate:.4g} [{iv.lower:.4g}, {iv.upper:.4g}] "
+            f"over {p.complete_cases} complete cases ({iv.method} bootstrap{seed})"
         )
-    for caveat in doc["caveats"]:
+    for caveat in doc.caveats:
         print(f"caveat: {caveat}")
     where = _shown(out)
-    print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc['figures'])} figures")
+    print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc.figures)} figures")
     return 0
 
 
@@ -63,21 +63,19 @@ def _shown(path: Path) -> str:
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
+    from needlepoint.analysis.power import PowerModel, PowerStudy
     from needlepoint.analysis.sensitivity import sensitivity_lines
 
-    for line in sensitivity_lines(
-        cases=args.cases,
-        effects=args.effects,
+    model = PowerModel(
         acc_b=args.acc_b,
         acc_m=args.acc_m,
         acc_e=args.acc_e,
         acc_a=args.acc_a,
         failure_rate=args.failure_rate,
-        simulations=args.simulations,
-        seed=args.seed,
-        prepared=args.prepared,
-        out=args.out,
-    ):
+    )
+    grid = {"effects": args.effects} if args.effects is not None else {}
+    study = PowerStudy(cases=args.cases, simulations=args.simulations, seed=args.seed, **grid)
+    for line in sensitivity_lines(model, study, prepared=args.prepared, out=args.out):
         print(line)
     return 0
 

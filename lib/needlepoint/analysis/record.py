@@ -1,0 +1,237 @@
+"""analysis.json as frozen records: the schema, its one serialiser and its one reader.
+
+The document is built once (``document.build_document``) and read by attribute everywhere
+after. ``to_json`` writes sorted, indented UTF-8, so the same analysis gives the same bytes;
+``from_json`` refuses another format or version with one line. ``docs/schema.md`` states every
+field, and a test checks that it lists exactly these.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from needlepoint.analysis.tables import Secondary
+from needlepoint.errors import NeedlepointError
+from needlepoint.schema import from_plain, record_from_plain, to_plain
+
+ANALYSIS_FORMAT = "needlepoint-analysis"
+ANALYSIS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class AnalysisParameters:
+    """The protocol's ``analysis`` block: the preregistered decision rule and bootstrap."""
+
+    threshold: float
+    confidence: float
+    min_complete_cases: int
+    exact_bootstrap_max_cases: int
+    bootstrap_resamples: int
+    bootstrap_seed: int
+
+    @classmethod
+    def of(cls, protocol: dict[str, Any]) -> AnalysisParameters:
+        """The parameters of a loaded protocol."""
+        return record_from_plain(cls, dict(protocol["analysis"]), "protocol analysis")
+
+
+@dataclass(frozen=True)
+class ProtocolRef:
+    """Which protocol the run followed."""
+
+    id: str | None
+    version: int | None
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """Which run was analysed, and from what."""
+
+    journal_sha256: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Mass:
+    """One distinct bootstrap resample mean and its integer weight."""
+
+    value: float
+    weight: int
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The case-cluster percentile bootstrap interval, with its distribution."""
+
+    confidence: float
+    lower: float
+    upper: float
+    lower_exact: str
+    upper_exact: str
+    method: str
+    seed: int | None
+    resamples: int
+    cases: int
+    degenerate: bool
+    quantile: str
+    distribution: tuple[Mass, ...]
+    total_weight: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The preregistered decision from the complete cases' values."""
+
+    threshold: float
+    estimate: float | None
+    estimate_exact: str | None
+    interval: Interval | None
+    decision: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PairValues:
+    """Middle losses and their difference for one case × length; None where incomplete."""
+
+    case: str
+    length: int
+    loss_low: float | None
+    loss_high: float | None
+    difference: float | None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One complete case: its per-length values and its mean difference."""
+
+    case: str
+    lengths: tuple[PairValues, ...]
+    difference: float
+    exact: str
+
+
+@dataclass(frozen=True)
+class Primary:
+    """The primary analysis: per-case values and the decision (``Decision``'s fields)."""
+
+    complete_cases: int
+    planned_cases: int
+    cases: tuple[CaseResult, ...]
+    threshold: float
+    estimate: float | None
+    estimate_exact: str | None
+    interval: Interval | None
+    decision: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class IncompleteCase:
+    """A planned case left out of the primary analysis, and why."""
+
+    case: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """How many blocks and pairs are complete, and which cases are not."""
+
+    blocks_complete: int
+    blocks_planned: int
+    pairs_complete: int
+    pairs_planned: int
+    incomplete_cases: tuple[IncompleteCase, ...]
+
+
+@dataclass(frozen=True)
+class ExploratoryRow:
+    """One pair of an incomplete case: its values where known, and the reason it is out."""
+
+    case: str
+    length: int
+    loss_low: float | None
+    loss_high: float | None
+    difference: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """One response that is not protocol-valid, and the case it takes out."""
+
+    seq: int
+    case: str
+    length: int
+    similarity: str
+    condition: str
+    category: str
+    kind: str
+    excludes: str
+
+
+@dataclass(frozen=True)
+class AnalysisDocument:
+    """The whole analysis.json document, format ``needlepoint-analysis`` version 1."""
+
+    format: str
+    version: int
+    package_version: str
+    simulation: bool
+    label: str | None
+    protocol: ProtocolRef
+    run: RunRef
+    parameters: AnalysisParameters
+    completeness: Completeness
+    exploratory: tuple[ExploratoryRow, ...]
+    exclusions: tuple[Exclusion, ...]
+    caveats: tuple[str, ...]
+    primary: Primary
+    secondary: Secondary
+    figures: dict[str, str]
+
+    def to_json(self) -> bytes:
+        """The analysis.json bytes: sorted keys, two-space indent, UTF-8, final newline."""
+        return to_json(self)
+
+
+def to_json(doc: AnalysisDocument) -> bytes:
+    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same analysis."""
+    text = json.dumps(to_plain(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def from_json(data: bytes | str, where: str = "analysis.json") -> AnalysisDocument:
+    """Read analysis.json bytes, refusing another format or version and any malformed field."""
+    try:
+        value = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise NeedlepointError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(value, dict) or value.get("format") != ANALYSIS_FORMAT:
+        found = value.get("format") if isinstance(value, dict) else None
+        raise NeedlepointError(f"{where}: format {found!r} is not {ANALYSIS_FORMAT!r}")
+    if value.get("version") != ANALYSIS_VERSION:
+        raise NeedlepointError(
+            f"{where}: {ANALYSIS_FORMAT} version {value.get('version')!r} is not supported "
+            f"(this needlepoint reads version {ANALYSIS_VERSION})"
+        )
+    try:
+        doc: AnalysisDocument = from_plain(AnalysisDocument, value, "")
+    except NeedlepointError as exc:
+        raise NeedlepointError(f"{where}: field {exc}") from None
+    return doc
+
+
+def read_document(path: str | Path) -> AnalysisDocument:
+    """Load an analysis.json file (``from_json`` with the file's name in every message)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    return from_json(data, str(p))

@@ -1,0 +1,118 @@
+"""One codec between frozen dataclasses and JSON values, for every versioned record on disk.
+
+A record is a frozen dataclass whose field names are its JSON keys and whose type hints say what
+each value may be. Writing turns it into plain dicts, lists and scalars; reading checks every
+key and type against the hints and refuses anything else with one line naming the field, so a
+hand-edited or foreign file never half-loads. A record that stores some keys flattened (one key
+per condition order, say) overrides ``to_plain`` and ``from_plain`` for itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from typing import Any, TypeVar
+
+from needlepoint.errors import NeedlepointError
+
+R = TypeVar("R")
+
+
+def to_plain(value: Any) -> Any:
+    """The JSON value of a record (or of any nesting of records, tuples, dicts and scalars)."""
+    hook = getattr(value, "to_plain", None)
+    if hook is not None and dataclasses.is_dataclass(value):
+        return hook()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return fields_plain(value)
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    return value
+
+
+def fields_plain(record: Any) -> dict[str, Any]:
+    """A record's fields as a JSON object, in field order, without any ``to_plain`` override."""
+    return {f.name: to_plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+
+
+@functools.cache
+def hints(cls: type) -> dict[str, Any]:
+    """A dataclass's resolved field types (cached: the string annotations are parsed once)."""
+    resolved = typing.get_type_hints(cls)
+    return {f.name: resolved[f.name] for f in dataclasses.fields(cls)}
+
+
+def field_names(cls: type) -> list[str]:
+    """A record's field names in order: the keys its JSON object has."""
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def fail(where: str, text: str) -> typing.NoReturn:
+    """Refuse a value with one line that names where it is."""
+    raise NeedlepointError(f"{where}: {text}")
+
+
+def from_plain(tp: Any, value: Any, where: str) -> Any:
+    """Read ``value`` as type ``tp`` (a record, tuple, dict, union or scalar), checking it all."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            if type(None) in args:
+                return None
+            fail(where, "is null")
+        choices = [a for a in args if a is not type(None)]
+        if len(choices) != 1:
+            raise TypeError(f"{where}: only `X | None` unions are supported")
+        return from_plain(choices[0], value, where)
+    if origin is tuple:
+        if not isinstance(value, list):
+            fail(where, f"expected a list, got {type(value).__name__}")
+        return tuple(from_plain(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            fail(where, f"expected an object, got {type(value).__name__}")
+        return {k: from_plain(args[1], v, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            fail(where, f"expected an object, got {type(value).__name__}")
+        custom = getattr(tp, "from_plain", None)
+        return custom(value, where) if custom is not None else record_from_plain(tp, value, where)
+    return _scalar(tp, value, where)
+
+
+def record_from_plain(cls: type[R], value: dict[str, Any], where: str) -> R:
+    """Build record ``cls`` from a JSON object with exactly its fields."""
+    names = field_names(cls)
+    missing = [n for n in names if n not in value]
+    if missing:
+        fail(f"{where}.{missing[0]}" if where else missing[0], "missing")
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        fail(f"{where}.{unknown[0]}" if where else unknown[0], "unknown field")
+    types_ = hints(cls)
+    prefix = f"{where}." if where else ""
+    return cls(**{n: from_plain(types_[n], value[n], prefix + n) for n in names})
+
+
+def _scalar(tp: Any, value: Any, where: str) -> Any:
+    # bool is an int in Python; a JSON true is never a count or a rate here.
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        # An integer stays an integer: its JSON bytes (2 versus 2.0) must survive a round trip.
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    elif tp is str:
+        ok = isinstance(value, str)
+    else:
+        raise TypeError(f"{where}: unsupported field type {tp!r}")
+    if not ok:
+        fail(where, f"expected {tp.__name__}, got {value!r}")
+    return value
