@@ -26,6 +26,7 @@ import httpx
 from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
 from needlepoint.run.loop import run_protocol
+from needlepoint.run.settings import RunOptions
 
 # The loopback test server lives with the tests; it runs as a script in its own process.
 LOOPBACK = Path(__file__).resolve().parent.parent / "tests" / "support" / "loopback.py"
@@ -47,9 +48,7 @@ def bare(url: str, bodies: list[bytes], keepalive: bool) -> float:
 
 def runner(prepared: Path, run_dir: Path, url: str, n: int, fsync: bool) -> float:
     """Seconds per request inside the runner's loop (preflight excluded)."""
-    summary = run_protocol(
-        prepared,
-        run_dir,
+    options = RunOptions(
         allow=n,
         base_url=url,
         model="agnes-3.0-flash",
@@ -60,6 +59,7 @@ def runner(prepared: Path, run_dir: Path, url: str, n: int, fsync: bool) -> floa
         progress="off",
         fsync=fsync,
     )
+    summary = run_protocol(prepared, run_dir, options)
     assert summary.attempts_this_session == n and summary.counts == {"correct": n}
     return summary.loop_wall_s / n
 

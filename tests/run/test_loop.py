@@ -13,6 +13,7 @@ from support.runner import KEY_ENV, SENTINEL, TIMEOUT_S, kinds, live, of_type, r
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.audit import audit_run
 from needlepoint.run.loop import run_protocol
+from needlepoint.run.settings import RunOptions
 
 
 @pytest.fixture(autouse=True)
@@ -210,7 +211,7 @@ def test_refuses_a_foreign_or_mismatched_run_folder(reference_dir, tmp_path, ser
     run = tmp_path / "run"
     live(reference_dir, run, server, allow=1)
     with pytest.raises(NeedlepointError, match="field simulation"):
-        run_protocol(reference_dir, run, allow=2, simulate="perfect", progress="off")
+        run_protocol(reference_dir, run, RunOptions(allow=2, simulate="perfect", progress="off"))
 
 
 def test_two_runners_cannot_share_a_folder(reference_dir, tmp_path, server):

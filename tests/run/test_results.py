@@ -14,6 +14,7 @@ from needlepoint.jsonio import canonical_bytes
 from needlepoint.run.journal import HEAD_NAME, JOURNAL_NAME, record_hash
 from needlepoint.run.loop import run_protocol
 from needlepoint.run.results import RESULT_COLUMNS, load_run_results, write_results
+from needlepoint.run.settings import RunOptions
 
 FORMATS_COLUMNS = (
     "seq,block,pair,case,length,similarity,condition,order,request_sha256,status,kind,"
@@ -27,7 +28,9 @@ def faulty_run(reference_dir, tmp_path_factory):
     """A simulated run with failures, known costs, unknown costs, then a stop at HTTP 429."""
     run = tmp_path_factory.mktemp("faulty") / "run"
     rates = {"input_rate": 0.5, "output_rate": 1.5}
-    run_protocol(reference_dir, run, allow=40, simulate="faulty", progress="off", **rates)
+    run_protocol(
+        reference_dir, run, RunOptions(allow=40, simulate="faulty", progress="off", **rates)
+    )
     return run
 
 

@@ -13,11 +13,13 @@ from needlepoint.run.audit import audit_run
 from needlepoint.run.loop import run_protocol
 from needlepoint.run.results import derive
 from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS
+from needlepoint.run.settings import RunOptions
 
 
 def sim(prepared, run, mode, allow=128, **kw):
     kw.setdefault("progress", "off")
-    return run_protocol(prepared, run, allow=allow, simulate=mode, fsync=False, **kw)
+    options = RunOptions(allow=allow, simulate=mode, fsync=False, **kw)
+    return run_protocol(prepared, run, options)
 
 
 def test_perfect_run_is_labelled_and_never_sleeps(reference_dir, tmp_path):

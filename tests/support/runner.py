@@ -8,6 +8,7 @@ from typing import Any
 
 from needlepoint.design.prepared import load_prepared
 from needlepoint.run.loop import RunSummary, run_protocol
+from needlepoint.run.settings import RunOptions
 from support.loopback import LoopbackServer, answers_from
 
 SENTINEL = "sk-SENTINEL-7d1f0c9e5b2a4c68"
@@ -37,7 +38,7 @@ def live(
         "progress": "off",
     }
     options.update(kw)
-    return run_protocol(prepared_dir, run_dir, allow=allow, **options)
+    return run_protocol(prepared_dir, run_dir, RunOptions(allow=allow, **options))
 
 
 def records(run_dir: Path) -> list[dict[str, Any]]:

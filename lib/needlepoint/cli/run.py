@@ -12,10 +12,10 @@ import sys
 from needlepoint.errors import NeedlepointError
 
 
-def _sim_params(pairs: list[str] | None) -> dict[str, float | int] | None:
+def _sim_params(pairs: list[str] | None) -> dict[str, float] | None:
     if not pairs:
         return None
-    out: dict[str, float | int] = {}
+    out: dict[str, float] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
@@ -29,10 +29,9 @@ def _sim_params(pairs: list[str] | None) -> dict[str, float | int] | None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from needlepoint.run.loop import run_protocol
+    from needlepoint.run.settings import RunOptions
 
-    summary = run_protocol(
-        args.prepared,
-        args.run_dir,
+    options = RunOptions(
         allow=args.allow,
         progress="off" if args.no_progress else "auto",
         simulate=args.simulate,
@@ -47,6 +46,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         output_rate=args.output_rate,
         cost_cap=args.cost_cap,
     )
+    summary = run_protocol(args.prepared, args.run_dir, options)
     for line in summary.lines():
         print(line)
     # A stop rule firing is not an error of the command, but scripts should be able to tell.

@@ -187,7 +187,7 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     results = root / RESULTS_NAME
     if results.exists():
         audit.count("results.csv")
-        rows = derive_rows(prepared.plan, chain.records, bool(run.get("simulation")), chain.head)
+        rows = derive_rows(prepared.plan, chain.records, run.simulation, chain.head)
         if results.read_bytes() != csv_bytes(rows):
             audit.problems.append(f"{results}: differs from the journal's re-derivation")
     return audit

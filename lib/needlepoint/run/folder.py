@@ -10,18 +10,24 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needlepoint import __version__
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
+from needlepoint.run.run_record import (
+    RUN_FORMAT,
+    RUN_KIND,
+    CostRecord,
+    RunRecord,
+    SimulationRecord,
+)
+from needlepoint.schema import from_plain, to_plain
 
 if TYPE_CHECKING:
     from needlepoint.run.settings import Settings
 
-RUN_FORMAT = 1
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"
 PROVENANCE_NAME = "provenance.jsonl"
@@ -59,27 +65,33 @@ def json_bytes(value: Any) -> bytes:
     return canonical_bytes(value) + b"\n"
 
 
-def write_run_record(run_dir: Path, record: dict[str, Any]) -> str:
+def write_run_record(run_dir: Path, record: RunRecord) -> str:
     """Write run.json once and return its SHA-256."""
-    write_bytes_atomic(run_dir / RUN_NAME, json_bytes({"format": RUN_FORMAT, **record}))
+    write_bytes_atomic(run_dir / RUN_NAME, json_bytes(to_plain(record)))
     return file_sha256(run_dir / RUN_NAME)
 
 
-def read_run_record(run_dir: Path) -> dict[str, Any]:
-    """Load run.json, refusing an unknown format."""
-    record = read_json(run_dir / RUN_NAME)
-    if not isinstance(record, dict) or record.get("format") != RUN_FORMAT:
-        raise NeedlepointError(f"{run_dir / RUN_NAME}: field format: expected {RUN_FORMAT}")
+def read_run_record(run_dir: Path) -> RunRecord:
+    """Load run.json, refusing an unknown format and any field that is missing or malformed."""
+    path = run_dir / RUN_NAME
+    value = read_json(path)
+    if not isinstance(value, dict) or value.get("format") != RUN_FORMAT:
+        raise NeedlepointError(f"{path}: field format: expected {RUN_FORMAT}")
+    try:
+        record: RunRecord = from_plain(RunRecord, value, "")
+    except NeedlepointError as exc:
+        raise NeedlepointError(f"{path}: field {exc}") from None
     return record
 
 
-def check_resume(run_dir: Path, saved: dict[str, Any], wanted: dict[str, Any]) -> None:
+def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
     """Refuse to resume a run folder with settings that would pool two different runs."""
     for name in RESUME_FIXED:
-        if saved.get(name) != wanted.get(name):
+        was, now = to_plain(getattr(saved, name)), to_plain(getattr(wanted, name))
+        if was != now:
             raise NeedlepointError(
-                f"{run_dir / RUN_NAME}: field {name} is {saved.get(name)!r}, this run has "
-                f"{wanted.get(name)!r}; use a new --run-dir"
+                f"{run_dir / RUN_NAME}: field {name} is {was!r}, this run has "
+                f"{now!r}; use a new --run-dir"
             )
 
 
@@ -133,46 +145,45 @@ def relative_prepared(prepared_root: Path, run_dir: Path) -> str:
     return Path(os.path.relpath(prepared_root.resolve(), run_dir.resolve())).as_posix()
 
 
-def build_run_record(
-    s: Settings, run_meta: dict[str, Any] | None, created: str, run_dir: Path
-) -> dict[str, Any]:
-    """The content of run.json for checked settings ``s``.
+def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
+    """The run.json record for checked settings ``s``.
 
     Provenance that changes with every commit (git, interpreter, packages) goes to
     provenance.jsonl instead, so a simulated run's journal hash stays a pure function of the run.
     """
     p = s.prepared
     sim = None
-    if s.simulation:
+    if s.simulate is not None:
         from needlepoint.run.simulate import FAULT_CYCLE
 
-        sim = {
-            "mode": s.simulate,
-            "params": asdict(s.sim_params) if s.sim_params else None,
-            "fault_cycle": list(FAULT_CYCLE) if s.simulate == "faulty" else None,
-        }
-    return {
-        "kind": "needlepoint-run",
-        "created": created,
-        "simulation": s.simulation,
-        "simulate": sim,
-        "prepared_dir": relative_prepared(p.root, run_dir),
-        "prepared_fingerprint": p.fingerprint,
-        "protocol_id": p.protocol.get("protocol_id"),
-        "protocol_version": p.protocol.get("version"),
-        "model": s.model,
-        "base_url": s.base_url,
-        "api_key_env": s.api_key_env,
-        "allow": s.allow,
-        "min_gap_s": s.min_gap_s,
-        "protocol_min_gap_s": s.protocol_min_gap_s,
-        "override_reason": s.override_reason,
-        "timeout_s": s.timeout_s,
-        "deadline_s": s.deadline_s,
-        "cost": {"input_rate": s.input_rate, "output_rate": s.output_rate, "cap": s.cost_cap},
-        "package_version": __version__,
-        "extra": run_meta or {},
-    }
+        sim = SimulationRecord(
+            mode=s.simulate,
+            params=s.sim_params,
+            fault_cycle=FAULT_CYCLE if s.simulate == "faulty" else None,
+        )
+    return RunRecord(
+        format=RUN_FORMAT,
+        kind=RUN_KIND,
+        created=created,
+        simulation=s.simulation,
+        simulate=sim,
+        prepared_dir=relative_prepared(p.root, run_dir),
+        prepared_fingerprint=p.fingerprint,
+        protocol_id=p.protocol.get("protocol_id"),
+        protocol_version=p.protocol.get("version"),
+        model=s.model,
+        base_url=s.base_url,
+        api_key_env=s.api_key_env,
+        allow=s.allow,
+        min_gap_s=s.min_gap_s,
+        protocol_min_gap_s=s.protocol_min_gap_s,
+        override_reason=s.override_reason,
+        timeout_s=s.timeout_s,
+        deadline_s=s.deadline_s,
+        cost=CostRecord(input_rate=s.input_rate, output_rate=s.output_rate, cap=s.cost_cap),
+        package_version=__version__,
+        extra=dict(s.run_meta),
+    )
 
 
 def append_provenance(run_dir: Path, time_iso: str) -> None:

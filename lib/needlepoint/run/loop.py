@@ -11,21 +11,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run import folder as run_folder
 from needlepoint.run.clock import SIM_EPOCH, iso_utc
 from needlepoint.run.journal import Journal
-from needlepoint.run.journal_records import (
-    JournalState,
-)
-from needlepoint.run.progress import PROGRESS_MODES
+from needlepoint.run.journal_records import JournalState
 from needlepoint.run.session import Session
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, Settings, check_settings
+from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions, Settings, check_settings
 
-__all__ = ["DEFAULT_TIMEOUT_S", "RunSummary", "run_protocol"]
+__all__ = ["DEFAULT_TIMEOUT_S", "RunOptions", "RunSummary", "run_protocol"]
 
 
 @dataclass(frozen=True)
@@ -57,25 +53,12 @@ class RunSummary:
         ]
 
 
-def run_protocol(
-    prepared_dir: str | Path,
-    run_dir: str | Path,
-    *,
-    allow: int,
-    progress: str = "auto",
-    fsync: bool = True,
-    run_meta: dict[str, Any] | None = None,
-    **options: Any,
-) -> RunSummary:
+def run_protocol(prepared_dir: str | Path, run_dir: str | Path, options: RunOptions) -> RunSummary:
     """Run (or resume) a prepared folder into ``run_dir``; the notebook and CLI entry point.
 
-    ``options`` are preflight.check_settings's: simulate, sim_params, base_url, model,
-    api_key_env, min_gap_s, override_reason, timeout_s, deadline_s, input_rate, output_rate,
-    cost_cap. ``run_meta`` is stored in run.json under ``extra`` (e.g. a local server's details).
+    ``options`` is checked (``settings.check_settings``) before anything is written.
     """
-    if progress not in PROGRESS_MODES:
-        raise NeedlepointError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
-    s = check_settings(prepared_dir, allow=allow, **options)
+    s = check_settings(prepared_dir, options)
     root = Path(run_dir)
     if root.exists() and not root.is_dir():
         raise NeedlepointError(f"{root}: exists and is not a folder")
@@ -83,7 +66,7 @@ def run_protocol(
     with run_folder.FolderLock(root):
         run_json = root / run_folder.RUN_NAME
         if run_json.exists():
-            record = run_folder.build_run_record(s, run_meta, "", root)
+            record = run_folder.build_run_record(s, "", root)
             run_folder.check_resume(root, run_folder.read_run_record(root), record)
             run_folder.check_not_rewound(root)
             run_sha = sha256_hex(run_json.read_bytes())
@@ -92,12 +75,12 @@ def run_protocol(
                 raise NeedlepointError(f"{root}: not empty and has no run.json; use a new folder")
             created = iso_utc(SIM_EPOCH if s.simulation else time.time())
             run_sha = run_folder.write_run_record(
-                root, run_folder.build_run_record(s, run_meta, created, root)
+                root, run_folder.build_run_record(s, created, root)
             )
         run_folder.append_provenance(root, iso_utc(time.time()))
-        journal = Journal(root, fsync=fsync)
+        journal = Journal(root, fsync=s.fsync)
         try:
-            return _session(s, root, journal, run_sha, progress)
+            return _session(s, root, journal, run_sha)
         finally:
             run_folder.write_context_manifest(
                 root,
@@ -112,7 +95,7 @@ def run_protocol(
             journal.close()
 
 
-def _session(s: Settings, root: Path, journal: Journal, run_sha: str, progress: str) -> RunSummary:
+def _session(s: Settings, root: Path, journal: Journal, run_sha: str) -> RunSummary:
     state = JournalState.of(journal.records)
     remaining = [r.seq for r in s.prepared.plan if r.seq not in state.attempts]
     before = state.attempt_count
@@ -130,7 +113,7 @@ def _session(s: Settings, root: Path, journal: Journal, run_sha: str, progress: 
             "cannot be enforced; resume without --cost-cap to accept that"
         )
     else:
-        session = Session(s, journal, progress)
+        session = Session(s, journal)
         reason, detail = session.run(run_sha)
     state = JournalState.of(journal.records)
     return RunSummary(

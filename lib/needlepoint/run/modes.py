@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions
 
 TRANSPORTS = ("simulate", "live")
 
@@ -21,20 +22,27 @@ def run_step(
     transport: str,
     allow: int,
     simulate: str = "position",
+    sim_params: dict[str, float] | None = None,
     base_url: str | None = None,
     model: str | None = None,
     api_key_env: str | None = None,
     min_gap_s: float | None = None,
     override_reason: str | None = None,
+    timeout_s: float | None = None,
+    deadline_s: float | None = None,
+    input_rate: float | None = None,
+    output_rate: float | None = None,
+    cost_cap: float | None = None,
     progress: str = "deterministic",
+    fsync: bool = True,
     run_meta: dict[str, Any] | None = None,
-    **extra: Any,
 ) -> Any:
     """Run (or resume) the protocol: simulated offline, or live against an OpenAI-compatible API.
 
-    Live runs read the key from the environment variable ``api_key_env`` only; the runner
-    refuses to start without it, a base URL and the frozen model name. ``run_meta`` (for example
-    a local server's facts) is stored in run.json; options left at ``None`` keep their defaults.
+    The keywords are the run notebook's parameters; they become one ``RunOptions`` here. Live
+    runs read the key from the environment variable ``api_key_env`` only; the runner refuses to
+    start without it, a base URL and the frozen model name. ``run_meta`` (for example a local
+    server's facts) is stored in run.json; options left at ``None`` keep their defaults.
     """
     from needlepoint.run.loop import run_protocol
 
@@ -42,12 +50,23 @@ def run_step(
         raise NeedlepointError(
             f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}"
         )
-    options: dict[str, Any] = {"min_gap_s": min_gap_s, "override_reason": override_reason}
-    options.update({k: v for k, v in extra.items() if v is not None})
-    if transport == "simulate":
-        options["simulate"] = simulate
-    else:
-        options.update(base_url=base_url, model=model, api_key_env=api_key_env)
-    return run_protocol(
-        prepared_dir, run_dir, allow=allow, progress=progress, run_meta=run_meta, **options
+    live = transport == "live"
+    options = RunOptions(
+        allow=allow,
+        simulate=None if live else simulate,
+        sim_params=sim_params,
+        base_url=base_url if live else None,
+        model=model if live else None,
+        api_key_env=api_key_env if live else None,
+        min_gap_s=min_gap_s,
+        override_reason=override_reason,
+        timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
+        deadline_s=deadline_s,
+        input_rate=input_rate,
+        output_rate=output_rate,
+        cost_cap=cost_cap,
+        progress=progress,
+        fsync=fsync,
+        run_meta=run_meta,
     )
+    return run_protocol(prepared_dir, run_dir, options)

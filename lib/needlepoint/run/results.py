@@ -18,6 +18,7 @@ from needlepoint.jsonio import file_sha256, write_bytes_atomic
 from needlepoint.run.folder import read_run_record
 from needlepoint.run.journal import read_chain
 from needlepoint.run.journal_records import JournalState
+from needlepoint.run.run_record import RunRecord
 
 RESULTS_NAME = "results.csv"
 # The documented results.csv columns: the plan's, then the outcome's. The analysis reads the
@@ -105,14 +106,14 @@ def csv_bytes(rows: list[dict[str, str]]) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def load_frozen_plan(run_dir: Path, run: dict[str, Any], prepared_dir: str | Path | None) -> Any:
+def load_frozen_plan(run_dir: Path, run: RunRecord, prepared_dir: str | Path | None) -> Any:
     """Load the run's prepared folder and check it is byte for byte the one the run used."""
     from needlepoint.design.prepared import load_prepared
 
     # run.json names the prepared folder relative to the run folder (no machine paths)
-    root = Path(prepared_dir) if prepared_dir else run_dir / run.get("prepared_dir", "")
+    root = Path(prepared_dir) if prepared_dir else run_dir / run.prepared_dir
     prepared = load_prepared(root)
-    if prepared.fingerprint != run.get("prepared_fingerprint"):
+    if prepared.fingerprint != run.prepared_fingerprint:
         raise NeedlepointError(
             f"{root}: manifest fingerprint differs from {run_dir / 'run.json'}: "
             "not the prepared folder this run used"
@@ -131,7 +132,7 @@ def derive(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunRe
     if not chain.ok:
         raise NeedlepointError(f"journal chain broken: {chain.problems[0]}")
     prepared = load_frozen_plan(root, run, prepared_dir)
-    simulation = bool(run.get("simulation"))
+    simulation = run.simulation
     rows = derive_rows(prepared.plan, chain.records, simulation, chain.head)
     return RunResults(rows, simulation, chain.head, prepared.fingerprint, prepared.root)
 

@@ -23,6 +23,7 @@ from needlepoint.run.journal_records import (
     usage_of,
 )
 from needlepoint.run.progress import Progress
+from needlepoint.run.run_record import SessionRecord
 from needlepoint.run.scoring import PROTOCOL_FAILURE, classify
 from needlepoint.run.settings import Settings
 
@@ -38,7 +39,7 @@ class Stop(Exception):
 class Session:
     """One invocation of the runner on one run folder: the loop and its stop rules."""
 
-    def __init__(self, s: Settings, journal: Journal, progress: str) -> None:
+    def __init__(self, s: Settings, journal: Journal) -> None:
         self.s = s
         self.journal = journal
         self.state = JournalState.of(journal.records)
@@ -53,7 +54,7 @@ class Session:
         self.last = "-"
         plan = s.prepared.plan
         self.progress = Progress(
-            progress, len(plan), len(self.state.attempts), "SIMULATION" if s.simulation else "run"
+            s.progress, len(plan), len(self.state.attempts), "SIMULATION" if s.simulation else "run"
         )
 
     def append(self, type_: str, **fields: Any) -> dict[str, Any]:
@@ -172,9 +173,8 @@ class Session:
 
     def run(self, run_json_sha256: str) -> tuple[str, str]:
         s = self.s
-        extra = {"dropped_tail_sha256": sha256_hex(self.journal.dropped_tail)}
-        self.append(
-            "session",
+        dropped = self.journal.dropped_tail
+        record = SessionRecord(
             session=self.state.sessions + 1,
             time=self.now(),
             run_json_sha256=run_json_sha256,
@@ -187,8 +187,9 @@ class Session:
             input_rate=s.input_rate,
             output_rate=s.output_rate,
             cost_cap=s.cost_cap,
-            **(extra if self.journal.dropped_tail else {}),
+            dropped_tail_sha256=sha256_hex(dropped) if dropped else None,
         )
+        self.append("session", **record.to_plain())
         for seq in self.state.dangling:
             detail = "attempt journalled, but the process ended before its outcome"
             self.append("outcome", **interrupted_fields(seq, self.now(), detail, True))

@@ -1,7 +1,10 @@
 """Everything the runner checks before it may spend anything; each refusal is one line.
 
-A run starts only with an explicit positive allowance, a prepared folder that passes verify
-and audit, and, for a live run, a base URL, the frozen model and a key in the environment.
+A user's request is one ``RunOptions`` (built once by the CLI, the run notebook or a
+benchmark); ``check_settings`` turns it into the checked ``Settings`` that the loop, the session
+and the run folder read. A run starts only with an explicit positive allowance, a prepared
+folder that passes verify and audit, and, for a live run, a base URL, the frozen model and a
+key in the environment.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from urllib.parse import urlsplit
 
 from needlepoint.design.prepared import frozen_model
 from needlepoint.errors import NeedlepointError
+from needlepoint.run.progress import PROGRESS_MODES
 
 if TYPE_CHECKING:
     from needlepoint.design.prepared import Prepared
@@ -22,6 +26,33 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 120.0
 MIN_KEY_LENGTH = 8
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a user asks of one run, unchecked: the `needlepoint run` flags as one record.
+
+    ``None`` means "the default": the protocol's gap, twice the timeout as the deadline, no
+    rates and no cap. ``run_meta`` is free-form JSON kept in run.json under ``extra`` (for
+    example a local server's facts).
+    """
+
+    allow: int
+    simulate: str | None = None
+    sim_params: dict[str, float] | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    min_gap_s: float | None = None
+    override_reason: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    deadline_s: float | None = None
+    input_rate: float | None = None
+    output_rate: float | None = None
+    cost_cap: float | None = None
+    progress: str = "auto"
+    fsync: bool = True
+    run_meta: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +77,9 @@ class Settings:
     cost_cap: float | None
     stop_statuses: frozenset[int]
     max_consecutive_failures: int
+    progress: str
+    fsync: bool
+    run_meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def simulation(self) -> bool:
@@ -79,33 +113,22 @@ def check_prepared(prepared_dir: str | Path) -> Prepared:
     return load_prepared(prepared_dir)
 
 
-def check_settings(
-    prepared_dir: str | Path,
-    *,
-    allow: int,
-    simulate: str | None = None,
-    sim_params: dict[str, Any] | None = None,
-    base_url: str | None = None,
-    model: str | None = None,
-    api_key_env: str | None = None,
-    min_gap_s: float | None = None,
-    override_reason: str | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    deadline_s: float | None = None,
-    input_rate: float | None = None,
-    output_rate: float | None = None,
-    cost_cap: float | None = None,
-) -> Settings:
+def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
     """Check every option and the prepared folder; raise NeedlepointError on the first problem."""
     from needlepoint.run.simulate import SIM_MODES, PositionParams
 
+    o = options
+    if o.progress not in PROGRESS_MODES:
+        raise NeedlepointError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
+    allow, simulate, sim_params = o.allow, o.simulate, o.sim_params
+    base_url, model, api_key_env = o.base_url, o.model, o.api_key_env
     if isinstance(allow, bool) or not isinstance(allow, int) or allow <= 0:
         raise NeedlepointError("--allow must be a positive integer: the most requests to send")
-    timeout = _number("--timeout-s", timeout_s, positive=True)
-    deadline = _number("deadline_s", deadline_s, positive=True) or 2 * timeout
-    in_rate = _number("--input-rate", input_rate)
-    out_rate = _number("--output-rate", output_rate)
-    cap = _number("--cost-cap", cost_cap)
+    timeout = _number("--timeout-s", o.timeout_s, positive=True)
+    deadline = _number("deadline_s", o.deadline_s, positive=True) or 2 * timeout
+    in_rate = _number("--input-rate", o.input_rate)
+    out_rate = _number("--output-rate", o.output_rate)
+    cap = _number("--cost-cap", o.cost_cap)
     if cap is not None and (in_rate is None or out_rate is None):
         raise NeedlepointError("--cost-cap needs --input-rate and --output-rate")
     if (in_rate is None) != (out_rate is None):
@@ -145,8 +168,8 @@ def check_settings(
         )
     runner = prepared.protocol["runner"]
     protocol_gap = float(runner["min_gap_s"])
-    gap = protocol_gap if min_gap_s is None else _number("--min-gap-s", min_gap_s)
-    reason = (override_reason or "").strip() or None
+    gap = protocol_gap if o.min_gap_s is None else _number("--min-gap-s", o.min_gap_s)
+    reason = (o.override_reason or "").strip() or None
     if gap < protocol_gap and reason is None:
         raise NeedlepointError(
             f"--min-gap-s {gap:g} is below the protocol's {protocol_gap:g} s: "
@@ -171,4 +194,7 @@ def check_settings(
         cost_cap=cap,
         stop_statuses=frozenset(int(s) for s in runner["stop_statuses"]),
         max_consecutive_failures=int(runner["max_consecutive_failures"]),
+        progress=o.progress,
+        fsync=o.fsync,
+        run_meta=dict(o.run_meta or {}),
     )
