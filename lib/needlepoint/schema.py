@@ -62,10 +62,8 @@ def from_plain(tp: Any, value: Any, where: str) -> Any:
     if tp is Any:
         return value
     if origin in (typing.Union, types.UnionType):
-        if value is None:
-            if type(None) in args:
-                return None
-            fail(where, "is null")
+        if value is None and type(None) in args:
+            return None
         choices = [a for a in args if a is not type(None)]
         if len(choices) != 1:
             raise TypeError(f"{where}: only `X | None` unions are supported")

@@ -8,6 +8,7 @@ journal, whose session records carry run.json's SHA-256.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -87,7 +88,9 @@ def read_run_record(run_dir: Path) -> RunRecord:
 def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
     """Refuse to resume a run folder with settings that would pool two different runs."""
     for name in RESUME_FIXED:
-        was, now = to_plain(getattr(saved, name)), to_plain(getattr(wanted, name))
+        # The saved value is shown as run.json holds it (sorted keys), the wanted one as built.
+        was = json.loads(canonical_bytes(to_plain(getattr(saved, name))))
+        now = to_plain(getattr(wanted, name))
         if was != now:
             raise NeedlepointError(
                 f"{run_dir / RUN_NAME}: field {name} is {was!r}, this run has "

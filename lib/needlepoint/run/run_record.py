@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from needlepoint.run.simulate import PositionParams
-from needlepoint.schema import fields_plain
+from needlepoint.schema import fields_plain, record_from_plain
 
 RUN_FORMAT = 1
 RUN_KIND = "needlepoint-run"
@@ -88,3 +88,7 @@ class SessionRecord:
         if self.dropped_tail_sha256 is None:
             del plain["dropped_tail_sha256"]
         return plain
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> SessionRecord:
+        return record_from_plain(cls, {"dropped_tail_sha256": None} | value, where)

@@ -65,7 +65,7 @@ class PositionParams:
     latency_per_kib_s: float = 0.02
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any] | None) -> PositionParams:
+    def from_dict(cls, values: dict[str, float] | None) -> PositionParams:
         unknown = set(values or {}) - set(cls.__dataclass_fields__)
         if unknown:
             raise NeedlepointError(f"simulation parameters: unknown field {sorted(unknown)[0]}")

@@ -1,0 +1,144 @@
+"""analysis.json through its one serialiser and its one reader: exact bytes, strict reading."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from support.results import make_input, make_prepared, middle_loss
+
+from needlepoint.analysis.document import analyze, build_document
+from needlepoint.analysis.inputs import from_run
+from needlepoint.analysis.record import (
+    ANALYSIS_VERSION,
+    AnalysisDocument,
+    from_json,
+    read_document,
+    to_json,
+)
+from needlepoint.analysis.summary import summary_markdown
+from needlepoint.design.prepared import Prepared
+from needlepoint.errors import NeedlepointError
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
+COMMITTED = ["20261130-simulated-reference", "20261130-local-smollm2"]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
+    return make_prepared(tmp_path_factory)
+
+
+@pytest.mark.parametrize("folder", COMMITTED)
+def test_committed_evidence_reads_back_to_the_same_bytes(folder: str) -> None:
+    data = (EVIDENCE / folder / "analysis" / "analysis.json").read_bytes()
+    doc = from_json(data)
+    assert isinstance(doc, AnalysisDocument)
+    assert to_json(doc) == data and doc.to_json() == data
+    assert from_json(to_json(doc)) == doc
+
+
+@pytest.mark.parametrize("folder", COMMITTED)
+def test_the_analysis_rebuilds_the_committed_document(folder: str) -> None:
+    root = EVIDENCE / folder
+    doc = build_document(from_run(root / "run", root / "prepared"))
+    assert to_json(doc) == (root / "analysis" / "analysis.json").read_bytes()
+    assert doc == read_document(root / "analysis" / "analysis.json")
+    assert summary_markdown(doc) == (root / "analysis" / "summary.md").read_text("utf-8")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        None,  # ceiling, exact bootstrap
+        middle_loss({"S1": ("high",), "S2": ("high",)}),
+        lambda p: "unexecuted",  # not evaluable: no interval, every row exploratory
+        lambda p: "failure:finish_reason" if p.condition == "M" else "error:bad_format",
+    ],
+)
+def test_round_trip_of_built_documents(prepared: Prepared, spec) -> None:
+    doc = build_document(make_input(prepared, spec))
+    assert from_json(to_json(doc)) == doc
+    assert to_json(from_json(to_json(doc))) == to_json(doc)
+
+
+def test_written_file_is_the_serialised_document(tmp_path: Path, prepared: Prepared) -> None:
+    result = analyze(make_input(prepared), tmp_path, figures=False)
+    assert (tmp_path / "analysis.json").read_bytes() == to_json(result.document)
+    assert result.document.figures == {}
+    assert read_document(tmp_path / "analysis.json") == result.document
+
+
+def _plain(prepared: Prepared) -> dict:
+    return json.loads(to_json(build_document(make_input(prepared))))
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", None])
+def test_another_version_is_refused_in_one_line(prepared: Prepared, version) -> None:
+    value = _plain(prepared) | {"version": version}
+    with pytest.raises(NeedlepointError) as err:
+        from_json(json.dumps(value), "old/analysis.json")
+    message = str(err.value)
+    assert "\n" not in message
+    assert message == (
+        f"old/analysis.json: needlepoint-analysis version {version!r} is not supported "
+        f"(this needlepoint reads version {ANALYSIS_VERSION})"
+    )
+
+
+def test_another_format_is_refused(prepared: Prepared) -> None:
+    value = _plain(prepared) | {"format": "needlepoint-comparison"}
+    with pytest.raises(NeedlepointError, match="format 'needlepoint-comparison' is not"):
+        from_json(json.dumps(value))
+    with pytest.raises(NeedlepointError, match="format None is not"):
+        from_json("[1, 2]")
+    with pytest.raises(NeedlepointError, match=r"analysis\.json: not JSON"):
+        from_json(b"{")
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda d: d["primary"].pop("decision"), "field primary.decision: missing"),
+        (lambda d: d["primary"].update(verdict="x"), "field primary.verdict: unknown field"),
+        (lambda d: d["primary"].update(complete_cases="8"), "complete_cases: expected int"),
+        (lambda d: d["primary"].update(complete_cases=True), "complete_cases: expected int"),
+        (
+            lambda d: d["primary"].update(threshold=None),
+            "field primary.threshold: expected float, got None",
+        ),
+        (lambda d: d.update(simulation=1), "field simulation: expected bool"),
+        (lambda d: d.update(caveats="none"), "field caveats: expected a list"),
+        (
+            lambda d: d["primary"]["interval"]["distribution"][0].update(weight=0.5),
+            r"primary\.interval\.distribution\[0\]\.weight: expected int",
+        ),
+        (
+            lambda d: d["secondary"]["order_balance"]["strata"][0].pop("length"),
+            r"strata\[0\]\.length: missing",
+        ),
+        (
+            lambda d: d["secondary"]["order_balance"]["valid_by_position"][0].update(x=1),
+            "position keys must be numbers",
+        ),
+    ],
+)
+def test_malformed_fields_are_refused_by_name(prepared: Prepared, edit, message: str) -> None:
+    value = _plain(prepared)
+    edit(value)
+    with pytest.raises(NeedlepointError, match=message) as err:
+        from_json(json.dumps(value))
+    assert str(err.value).startswith("analysis.json: field ")
+
+
+def test_read_document_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(NeedlepointError, match="cannot read"):
+        read_document(tmp_path / "missing.json")
+
+
+def test_the_document_is_frozen(prepared: Prepared) -> None:
+    doc = build_document(make_input(prepared))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        doc.primary.decision = "supported"  # type: ignore[misc]

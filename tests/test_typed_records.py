@@ -1,0 +1,155 @@
+"""Records cross module boundaries as frozen dataclasses, never as ``dict[str, Any]``.
+
+Every public function and method in ``analysis/`` and ``run/`` is inspected: the analysis
+document, the run options and settings, run.json, the session record and the power model must
+appear by their record types, and a ``dict[str, Any]`` is allowed only where the value is not
+one of these records (a protocol, a raw journal line, free-form metadata), each with its reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import typing
+
+import pytest
+
+import needlepoint.analysis
+import needlepoint.run
+from needlepoint.analysis import power, record, tables
+from needlepoint.run import run_record, settings
+
+# (module, qualified name, parameter or "return") -> why a plain dict is right there.
+ALLOWED = {
+    ("analysis.power", "design_index", "protocol"): "the protocol (design/, not this issue)",
+    ("analysis.power", "simulate_runs", "protocol"): "the protocol",
+    ("analysis.power", "power_grid", "protocol"): "the protocol",
+    ("analysis.power", "decide_runs", "cache"): "a memo of resample counts",
+    ("analysis.record", "AnalysisParameters.of", "protocol"): "reads the protocol's block",
+    ("analysis.tables", "Stratum.to_plain", "return"): "the JSON codec's boundary",
+    ("analysis.tables", "Stratum.from_plain", "value"): "the JSON codec's boundary",
+    ("analysis.tables", "PositionRow.to_plain", "return"): "the JSON codec's boundary",
+    ("analysis.tables", "PositionRow.from_plain", "value"): "the JSON codec's boundary",
+    ("run.run_record", "SessionRecord.to_plain", "return"): "the JSON codec's boundary",
+    ("run.run_record", "SessionRecord.from_plain", "value"): "the JSON codec's boundary",
+    ("run.folder", "git_commit", "return"): "provenance.jsonl, not a settings record",
+    ("run.folder", "context_manifest", "records"): "raw journal lines",
+    ("run.folder", "context_manifest", "return"): "context_manifest.json",
+    ("run.folder", "write_context_manifest", "manifest"): "context_manifest.json",
+    ("run.journal", "record_hash", "record"): "a raw journal line",
+    ("run.journal", "Journal.append", "return"): "a raw journal line",
+    ("run.journal_records", "decode_body", "record"): "a raw journal line",
+    ("run.journal_records", "usage_of", "return"): "the server's usage object",
+    ("run.journal_records", "outcome_fields", "usage"): "the server's usage object",
+    ("run.journal_records", "outcome_fields", "return"): "an outcome line's fields",
+    ("run.journal_records", "interrupted_fields", "return"): "an outcome line's fields",
+    ("run.journal_records", "JournalState.of", "records"): "raw journal lines",
+    ("run.journal_records", "JournalState.add", "record"): "a raw journal line",
+    ("run.session", "Session.append", "return"): "a raw journal line",
+    ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
+}
+
+
+def _public_callables() -> list[tuple[str, str, typing.Any]]:
+    out = []
+    for pkg in (needlepoint.analysis, needlepoint.run):
+        for info in pkgutil.iter_modules(pkg.__path__):
+            module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+            short = module.__name__.removeprefix("needlepoint.")
+            for name, obj in vars(module).items():
+                if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                    continue
+                if inspect.isfunction(obj):
+                    out.append((short, name, obj))
+                elif inspect.isclass(obj):
+                    for attr, member in vars(obj).items():
+                        func = getattr(member, "__func__", member)
+                        if inspect.isfunction(func) and not attr.startswith("_"):
+                            out.append((short, f"{name}.{attr}", func))
+    return out
+
+
+CALLABLES = _public_callables()
+
+
+def test_the_scan_sees_the_record_handlers() -> None:
+    names = {(m, q) for m, q, _ in CALLABLES}
+    assert {
+        ("analysis.document", "build_document"),
+        ("analysis.summary", "summary_markdown"),
+        ("run.settings", "check_settings"),
+        ("run.loop", "run_protocol"),
+        ("analysis.sensitivity", "sensitivity_lines"),
+    } <= names
+
+
+def test_no_plain_dict_crosses_a_boundary_unless_allowed() -> None:
+    found = set()
+    for module, qualname, func in CALLABLES:
+        for param, annotation in func.__annotations__.items():
+            text = str(annotation)
+            if "dict[str, Any]" in text or "dict[Any, Any]" in text:
+                found.add((module, qualname, param))
+    unexpected = sorted(found - set(ALLOWED))
+    assert not unexpected, f"dict[str, Any] where a record belongs: {unexpected}"
+    # The allowlist shrinks with the code: an entry that no longer applies must go.
+    assert not sorted(set(ALLOWED) - found), "stale ALLOWED entries"
+
+
+def _hints(func: typing.Any) -> dict[str, typing.Any]:
+    # Some modules import Settings only for type checking, to keep import time down.
+    return typing.get_type_hints(func, localns={"Settings": settings.Settings})
+
+
+@pytest.mark.parametrize(
+    "func,param,expected",
+    [
+        ("analysis.document.build_document", "return", record.AnalysisDocument),
+        ("analysis.record.to_json", "doc", record.AnalysisDocument),
+        ("analysis.record.from_json", "return", record.AnalysisDocument),
+        ("analysis.record.read_document", "return", record.AnalysisDocument),
+        ("analysis.summary.summary_markdown", "doc", record.AnalysisDocument),
+        ("analysis.document.write_figures", "doc", record.AnalysisDocument),
+        ("analysis.plots.forest_plot", "primary", record.Primary),
+        ("analysis.plots.bootstrap_plot", "primary", record.Primary),
+        ("analysis.decision.decide", "params", record.AnalysisParameters),
+        ("analysis.decision.decide", "return", record.Decision),
+        ("analysis.secondary.secondary", "return", tables.Secondary),
+        ("analysis.power.decide_runs", "params", record.AnalysisParameters),
+        ("analysis.power.power_grid", "model", power.PowerModel | None),
+        ("analysis.power.power_grid", "study", power.PowerStudy | None),
+        ("analysis.sensitivity.sensitivity_lines", "model", power.PowerModel | None),
+        ("analysis.sensitivity.sensitivity_lines", "study", power.PowerStudy | None),
+        ("run.settings.check_settings", "options", settings.RunOptions),
+        ("run.settings.check_settings", "return", settings.Settings),
+        ("run.loop.run_protocol", "options", settings.RunOptions),
+        ("run.folder.build_run_record", "return", run_record.RunRecord),
+        ("run.folder.write_run_record", "record", run_record.RunRecord),
+        ("run.folder.read_run_record", "return", run_record.RunRecord),
+        ("run.folder.check_resume", "saved", run_record.RunRecord),
+        ("run.results.load_frozen_plan", "run", run_record.RunRecord),
+    ],
+)
+def test_record_handlers_name_their_record_types(func: str, param: str, expected: type) -> None:
+    module, _, name = func.rpartition(".")
+    target = getattr(importlib.import_module(f"needlepoint.{module}"), name)
+    assert _hints(target)[param] == expected
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        *(c for c in vars(record).values() if dataclasses.is_dataclass(c)),
+        *(c for c in vars(tables).values() if dataclasses.is_dataclass(c)),
+        *(c for c in vars(run_record).values() if dataclasses.is_dataclass(c)),
+        settings.RunOptions,
+        settings.Settings,
+        power.PowerModel,
+        power.PowerStudy,
+    ],
+    ids=lambda c: c.__name__,
+)
+def test_records_are_frozen(cls: type) -> None:
+    assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
