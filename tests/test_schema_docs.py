@@ -1,0 +1,84 @@
+"""docs/schema.md states every field of every record, in order: the page and the code agree.
+
+Each `### \\`Name\\` (\\`module\\`)` heading is followed by a table whose first column lists the
+fields; this test reads them back and compares them with the dataclass (or column tuple).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from needlepoint.analysis import record, tables
+from needlepoint.run import run_record
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "schema.md"
+HEADING = re.compile(r"^### `(\w+)` \(`([\w.]+)`\)")
+ROW = re.compile(r"^\| `(\w+)` \|")
+
+
+def documented() -> dict[tuple[str, str], list[str]]:
+    """(name, module) -> the fields its table lists, in order."""
+    out: dict[tuple[str, str], list[str]] = {}
+    current: list[str] | None = None
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        heading = HEADING.match(line)
+        if heading:
+            current = out.setdefault((heading[1], heading[2]), [])
+        elif line.startswith("#"):
+            current = None
+        elif current is not None and (row := ROW.match(line)):
+            current.append(row[1])
+    return out
+
+
+DOCUMENTED = documented()
+
+
+def fields_of(name: str, module: str) -> list[str]:
+    obj = getattr(importlib.import_module(module), name)
+    if dataclasses.is_dataclass(obj):
+        return [f.name for f in dataclasses.fields(obj)]
+    assert isinstance(obj, tuple), f"{module}.{name} is neither a dataclass nor a column tuple"
+    return list(obj)
+
+
+@pytest.mark.parametrize("key", sorted(DOCUMENTED), ids=lambda k: k[0])
+def test_documented_fields_equal_the_record(key: tuple[str, str]) -> None:
+    name, module = key
+    assert DOCUMENTED[key], f"{name}: no field table under its heading"
+    assert DOCUMENTED[key] == fields_of(name, module)
+
+
+def test_every_record_is_documented() -> None:
+    names = {name for name, _ in DOCUMENTED}
+    for module in (record, tables, run_record):
+        records = {
+            n
+            for n, obj in vars(module).items()
+            if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
+        }
+        # Decision's fields are documented as the last six of Primary (checked below).
+        assert records - {"Decision"} <= names, records - names
+    required = {"RunOptions", "PositionParams", "PowerModel", "PowerStudy", "POWER_COLUMNS"}
+    assert required <= names
+    assert len(DOCUMENTED) == len(names), "a record is documented twice"
+
+
+def test_primary_ends_with_the_decision_fields() -> None:
+    decision = [f.name for f in dataclasses.fields(record.Decision)]
+    assert fields_of("Primary", "needlepoint.analysis.record")[-len(decision) :] == decision
+
+
+def test_the_versions_stated_are_the_ones_written() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    assert f'`"{record.ANALYSIS_FORMAT}"`, `{record.ANALYSIS_VERSION}`' in text
+    assert f"| `run.json` | `format` | `{run_record.RUN_FORMAT}` |" in text
+
+
+def test_architecture_links_the_schema_page() -> None:
+    assert "schema.md" in (DOC.parent / "architecture.md").read_text(encoding="utf-8")
