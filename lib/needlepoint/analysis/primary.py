@@ -1,10 +1,12 @@
-"""The preregistered primary analysis: completeness, middle loss, the bootstrap and the decision.
+"""The preregistered primary analysis: completeness, middle loss, caveats; ``decision`` decides.
 
 A block (case × length × similarity) is complete only when all its responses are protocol-valid,
 a pair only when both similarity blocks are, and a case only when every planned length is. Only
 complete cases enter the metric; everything else is listed, with its reason, as exploratory.
 Missing cells are never read as zero. Arithmetic on 0/1 outcomes is done in integers and exact
-fractions, so the decision never hinges on how 0.1 rounds in binary.
+fractions, so the decision never hinges on how 0.1 rounds in binary. The result is a
+``PrimaryResult``: the ``Primary``, ``Completeness``, exploratory rows, exclusions and caveats
+that ``document.build_document`` places in the ``AnalysisDocument``.
 """
 
 from __future__ import annotations
