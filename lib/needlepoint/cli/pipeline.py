@@ -12,14 +12,14 @@ def outcome_lines(out: Path) -> list[str]:
     A simulated run's decision carries the simulation banner, so it is never read as a model's.
     Nothing when the analysis notebook did not run (or wrote no analysis).
     """
+    from needlepoint.analysis.decision import SIMULATION_BANNER
     from needlepoint.analysis.document import Analysis
-    from needlepoint.analysis.primary import SIMULATION_BANNER
-    from needlepoint.jsonio import read_json
+    from needlepoint.analysis.record import read_document
 
     folder = out / "analysis"
     if not (folder / "analysis.json").is_file():
         return []
-    analysis = Analysis(read_json(folder / "analysis.json"), folder)
+    analysis = Analysis(read_document(folder / "analysis.json"), folder)
     label = f" ({SIMULATION_BANNER})" if analysis.simulation else ""
     return [
         f"decision{label}: {analysis.decision} ({analysis.reason.rstrip('.')})",
