@@ -11,7 +11,7 @@ import argparse
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from needlepoint.design.freeze import prepare
 
-    out = prepare(args.out, args.protocol)
+    out = prepare(args.out, args.protocol, model=args.model, body_profile=args.body_profile)
     print(f"prepared {out}")
     return 0
 
@@ -53,6 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prepare", help="write a prepared folder of frozen requests")
     p.add_argument("--out", required=True, help="a new or empty folder")
     p.add_argument("--protocol", help="JSON file overriding protocol parameters")
+    p.add_argument("--model", help="make a model variant: the same design, for this model name")
+    p.add_argument(
+        "--body-profile",
+        metavar="PROFILE",
+        help="make a model variant with this body profile: chat, reasoning or completion",
+    )
     p.set_defaults(func=_cmd_prepare)
     p = sub.add_parser("verify", help="regenerate a prepared folder and compare every byte")
     p.add_argument("dir")

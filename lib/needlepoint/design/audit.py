@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design.audit_bodies import audited_design_fingerprint, body_problem
 from needlepoint.design.audit_rules import check_content
 from needlepoint.design.java_random import JavaRandom, shuffle
 from needlepoint.errors import NeedlepointError
@@ -25,7 +26,6 @@ from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, sha256_h
 KNOWN_FORMATS = (1,)
 KNOWN_PROTOCOLS = ("context-position-similar",)
 FILES = ("protocol.json", "requests.jsonl", "plan.csv", "answer_key.jsonl")
-BODY_KEYS = ["max_tokens", "messages", "model", "temperature"]
 CODE_RE = re.compile(r"[A-Z]{2}-[0-9]{4}")
 _MAX_LISTED = 20
 
@@ -76,8 +76,9 @@ class AuditReport:
 
 _CHECKS = {
     "manifest_hashes": "manifest.json records the SHA-256 of every data file",
+    "design_fingerprint": "manifest.json's design fingerprint is that of protocol.json's design",
     "canonical_lines": "requests.jsonl lines are canonical JSON with seq 1..n in order",
-    "body_keys": "bodies hold exactly model, messages, temperature, max_tokens",
+    "body_keys": "bodies have their profile's members, with the protocol's values",
     "plan_hashes": "plan.csv request_sha256 equals the SHA-256 of each canonical body",
     "plan_design": "every case × length × similarity × condition exactly once, in blocks/pairs",
     "order_balance": "each condition order appears equally often in every stratum",
@@ -146,6 +147,7 @@ class _Audit:
             c.count += 1
             if recorded.get(name) != file_sha256(self.root / name):
                 c.fail(f"{name}: SHA-256 differs from manifest.json")
+        self.design_fingerprint()
         c = self.c["canonical_lines"]
         if self.raw_lines and self.raw_lines[-1] == b"":
             self.raw_lines.pop()
@@ -166,20 +168,25 @@ class _Audit:
             bodies.append(line.get("body") if isinstance(line, dict) else None)
         return bodies
 
+    def design_fingerprint(self) -> None:
+        # A manifest written before design fingerprints existed has none: nothing to examine.
+        c = self.c["design_fingerprint"]
+        recorded = (
+            self.manifest.get("design_fingerprint") if isinstance(self.manifest, dict) else None
+        )
+        if recorded is None:
+            return
+        c.count += 1
+        if recorded != audited_design_fingerprint(self.protocol):
+            c.fail("manifest.json: design_fingerprint is not that of protocol.json's design fields")
+
     def bodies_and_plan(self, bodies: list[Any]) -> None:
         p, c = self.protocol, self.c["body_keys"]
         for seq, body in enumerate(bodies, start=1):
             c.count += 1
-            if not isinstance(body, dict) or sorted(body) != BODY_KEYS:
-                c.fail(f"seq {seq}: body keys {sorted(body) if isinstance(body, dict) else body}")
-                continue
-            msgs = body["messages"]
-            roles = [m.get("role") for m in msgs] if isinstance(msgs, list) else None
-            if roles != ["system", "user"] or any(sorted(m) != ["content", "role"] for m in msgs):
-                c.fail(f"seq {seq}: messages must be exactly system then user")
-            for key in ("model", "temperature", "max_tokens"):
-                if body[key] != p[key]:
-                    c.fail(f"seq {seq}: {key} {body[key]!r} is not the protocol's {p[key]!r}")
+            problem = body_problem(body, p)
+            if problem is not None:
+                c.fail(f"seq {seq}: {problem}")
         c = self.c["plan_hashes"]
         if len(self.plan) != len(bodies):
             c.fail(f"plan.csv has {len(self.plan)} rows for {len(bodies)} requests")

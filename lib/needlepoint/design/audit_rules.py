@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from needlepoint.design.audit_bodies import texts
+
 CODE_RE = re.compile(r"[A-Z]{2}-[0-9]{4}")
 NEAR_KINDS = ("substitution", "swap", "qualifier")
 
@@ -42,12 +44,11 @@ class _Request:
         self.seq, self.row, self.ok = seq, row, False
         self.length = int(row["length"])
         self.condition = row["condition"]
-        try:
-            self.system = body["messages"][0]["content"]
-            user = body["messages"][1]["content"]
-            self.body_text = audit.body_bytes[seq - 1].decode()
-        except (KeyError, IndexError, TypeError):
+        parts = texts(body, audit.protocol)
+        if parts is None:
             return
+        self.system, user = parts
+        self.body_text = audit.body_bytes[seq - 1].decode()
         head = audit.user_head
         cut = user.rfind(audit.question_head)
         match = audit.question_re.fullmatch(user[cut:]) if cut >= len(head) else None

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from needlepoint.design.prepared import load_prepared
+from needlepoint.design.profiles import budget_field, text_chars
 
 
 def dry_run_lines(path: str | Path) -> list[str]:
@@ -15,7 +16,7 @@ def dry_run_lines(path: str | Path) -> list[str]:
     total_chars = total_bytes = 0
     for row in prepared.plan:
         body = json.loads(prepared.bodies[row.seq])
-        chars = sum(len(m["content"]) for m in body["messages"])
+        chars = text_chars(body)
         total_chars += chars
         total_bytes += len(prepared.bodies[row.seq])
         lines.append(
@@ -23,15 +24,16 @@ def dry_run_lines(path: str | Path) -> list[str]:
             f"{row.similarity:<4} {row.condition:<4} {row.order:<8} {chars}"
         )
     gap = prepared.protocol["runner"]["min_gap_s"]
+    budget = budget_field(prepared.protocol)
     n = len(prepared.plan)
     lines += [
         "",
         f"requests: {n} ({len({r.block for r in prepared.plan})} blocks, "
         f"{len({r.pair for r in prepared.plan})} pairs)",
-        f"characters sent (message content): {total_chars}",
+        f"characters sent ({'prompt' if 'prompt' in body else 'message content'}): {total_chars}",
         f"request bytes sent: {total_bytes}",
-        f"max_tokens per request: {prepared.protocol['max_tokens']} "
-        f"(at most {n * prepared.protocol['max_tokens']} completion tokens)",
+        f"{budget} per request: {prepared.protocol[budget]} "
+        f"(at most {n * prepared.protocol[budget]} completion tokens)",
         f"minimum spacing: {gap} s after each completion, so at least {(n - 1) * gap} s of waiting",
         "network: none (dry run)",
     ]

@@ -13,9 +13,11 @@ from typing import Any
 
 import needlepoint
 from needlepoint.design import protocol as protocol_mod
+from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.materials import RequestBuilder, generate_cases
 from needlepoint.design.order import execution_plan
 from needlepoint.design.prepared import DATA_FILES, MANIFEST_FORMAT, PLAN_COLUMNS, protocol_bytes
+from needlepoint.design.profiles import make_variant
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, sha256_hex
 
@@ -24,6 +26,8 @@ SOURCE_MODULES = (
     "design/java_random.py",
     "jsonio.py",
     "design/protocol.py",
+    "design/profiles.py",
+    "design/identity.py",
     "design/materials.py",
     "design/order.py",
     "design/prepared.py",
@@ -90,9 +94,10 @@ def source_fingerprints() -> dict[str, str]:
     return {f"needlepoint/{m}": file_sha256(here / m) for m in SOURCE_MODULES}
 
 
-def manifest_bytes(files: dict[str, bytes]) -> bytes:
-    """manifest.json for a set of data files."""
+def manifest_bytes(files: dict[str, bytes], protocol: dict[str, Any]) -> bytes:
+    """manifest.json for a set of data files generated from ``protocol``."""
     manifest = {
+        "design_fingerprint": design_fingerprint(protocol),
         "format": MANIFEST_FORMAT,
         "package_version": needlepoint.__version__,
         "files": {name: sha256_hex(files[name]) for name in DATA_FILES},
@@ -101,18 +106,43 @@ def manifest_bytes(files: dict[str, bytes]) -> bytes:
     return protocol_bytes(manifest)
 
 
-def prepare(out_dir: str | Path, protocol_path: str | Path | None = None) -> Path:
-    """Write a prepared folder; refuses a non-empty folder so nothing is ever overwritten."""
-    out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise NeedlepointError(f"{out}: exists and is not an empty folder; choose a fresh one")
+def load_protocol(
+    protocol_path: str | Path | None = None,
+    *,
+    model: str | None = None,
+    body_profile: str | None = None,
+) -> dict[str, Any]:
+    """The protocol to prepare: the reference or an override file, as a model variant if asked."""
     protocol = (
         protocol_mod.load_override(protocol_path)
         if protocol_path is not None
         else protocol_mod.reference_protocol()
     )
+    if model is None and body_profile is None:
+        return protocol
+    variant = make_variant(protocol, model, body_profile)
+    protocol_mod.validate(variant, "model variant")
+    return variant
+
+
+def prepare(
+    out_dir: str | Path,
+    protocol_path: str | Path | None = None,
+    *,
+    model: str | None = None,
+    body_profile: str | None = None,
+) -> Path:
+    """Write a prepared folder; refuses a non-empty folder so nothing is ever overwritten.
+
+    ``model`` and ``body_profile`` make a model variant of the protocol: the same design (and
+    design fingerprint), with its own bodies and protocol fingerprint.
+    """
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise NeedlepointError(f"{out}: exists and is not an empty folder; choose a fresh one")
+    protocol = load_protocol(protocol_path, model=model, body_profile=body_profile)
     files = generate(protocol)
-    files["manifest.json"] = manifest_bytes(files)
+    files["manifest.json"] = manifest_bytes(files, protocol)
     out.mkdir(parents=True, exist_ok=True)
     for name in (*DATA_FILES, "manifest.json"):
         (out / name).write_bytes(files[name])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from needlepoint.design.java_random import JavaRandom, shuffle
+from needlepoint.design.profiles import build_body
 from needlepoint.errors import NeedlepointError
 
 _CODE_SPACE = 26 * 26 * 10000
@@ -261,15 +262,7 @@ class RequestBuilder:
         user = (
             self.user_head + "\n".join(records) + self.user_tail.replace("{name}", case.target_name)
         )
-        body = {
-            "model": self.p["model"],
-            "messages": [
-                {"role": "system", "content": self.system},
-                {"role": "user", "content": user},
-            ],
-            "temperature": self.p["temperature"],
-            "max_tokens": self.p["max_tokens"],
-        }
+        body = build_body(self.p, self.system, user)
         inserted = bg.placeholder_code if condition == "A" else case.target_code
         near_names = (
             case.near_names if similarity == "high" else tuple(bg.names[s] for s in bg.slots)

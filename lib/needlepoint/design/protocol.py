@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design import profiles
+from needlepoint.design.identity import design_part
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json
 
@@ -73,9 +75,6 @@ _REFERENCE: dict[str, Any] = {
     },
 }
 
-# Fields that describe provenance rather than the design; changing them keeps the version.
-_FREE_FIELDS = frozenset({"description"})
-
 
 def reference_protocol() -> dict[str, Any]:
     """A fresh copy of protocol context-position-similar v1."""
@@ -97,8 +96,6 @@ def _merge(base: dict[str, Any], override: dict[str, Any], where: str) -> dict[s
 def _changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
     changed = []
     for key in sorted(set(a) | set(b)):
-        if prefix == "" and key in _FREE_FIELDS | {"version"}:
-            continue
         va, vb = a.get(key), b.get(key)
         if isinstance(va, dict) and isinstance(vb, dict):
             changed += _changed_fields(va, vb, f"{prefix}{key}.")
@@ -112,8 +109,28 @@ def load_override(path: str | Path) -> dict[str, Any]:
     override = read_json(path)
     if not isinstance(override, dict):
         raise NeedlepointError(f"{path}: a protocol override must be a JSON object")
-    protocol = _merge(_REFERENCE, override, str(path))
+    body = {k: override[k] for k in profiles.OPTIONAL_FIELDS if k in override}
+    merged = _merge(_REFERENCE, {k: v for k, v in override.items() if k not in body}, str(path))
+    protocol = _with_body_fields(merged, override, body, str(path))
     validate(protocol, str(path))
+    return protocol
+
+
+def _with_body_fields(
+    merged: dict[str, Any], override: dict[str, Any], body: dict[str, Any], where: str
+) -> dict[str, Any]:
+    """Apply an override's body profile and optional body fields (absent from the reference).
+
+    Reference body fields that the declared profile does not send are converted as
+    ``--body-profile`` converts them; a field the file itself sets must belong to the profile.
+    """
+    profile = body.get("body_profile", profiles.DEFAULT_PROFILE)
+    profiles.check_profile_name(profile, f"{where}: body_profile")
+    protocol = profiles.convert(merged, profile)
+    for key in profiles.BODY_FIELDS[1:]:
+        if key in override and key not in profiles.allowed_fields(profile):
+            raise NeedlepointError(f"{where}: field {key!r} is not sent by body profile {profile}")
+    protocol.update({k: v for k, v in body.items() if k != "body_profile"})
     return protocol
 
 
@@ -123,18 +140,21 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
         raise NeedlepointError(f"{where}: unsupported protocol format {p.get('format')!r}")
     if p.get("protocol_id") != PROTOCOL_ID:
         raise NeedlepointError(f"{where}: unknown protocol_id {p.get('protocol_id')!r}")
-    missing = sorted(set(_REFERENCE) - set(p))
+    missing = sorted(set(_REFERENCE) - set(profiles.BODY_FIELDS) - set(p))
     if missing:
         raise NeedlepointError(f"{where}: missing field {missing[0]!r}")
     version = p["version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise NeedlepointError(f"{where}: version must be a positive integer")
-    changed = _changed_fields(_REFERENCE, p)
+    # A model variant of v1 (another model, body profile or runner) is still v1; only a change
+    # of a design field needs a new version.
+    changed = _changed_fields(design_part(_REFERENCE), design_part(p))
     if version == 1 and changed:
         raise NeedlepointError(
             f"{where}: {PROTOCOL_ID} v1 is frozen; {changed[0]} differs, so set a new version"
         )
     _validate_design(p, where)
+    profiles.validate_body_fields(p, where)
 
 
 def _positive_int(value: Any) -> bool:
@@ -148,8 +168,6 @@ def _validate_design(p: dict[str, Any], where: str) -> None:
         raise NeedlepointError(f"{where}: unknown must be a non-code string")
     if not isinstance(p["model"], str) or not p["model"]:
         raise NeedlepointError(f"{where}: model must be a non-empty string")
-    if not _positive_int(p["max_tokens"]):
-        raise NeedlepointError(f"{where}: max_tokens must be a positive integer")
     if not _positive_int(p["cases"]):
         raise NeedlepointError(f"{where}: cases must be a positive integer")
     lengths = p["lengths"]

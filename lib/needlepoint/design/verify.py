@@ -13,6 +13,7 @@ from typing import Any
 
 import needlepoint
 from needlepoint.design.freeze import generate, source_fingerprints
+from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.prepared import (
     DATA_FILES,
     MANIFEST_FORMAT,
@@ -103,7 +104,25 @@ def verify_prepared(path: str | Path) -> VerifyReport:
         if actual != files[name]:
             report.problems += _describe_file_difference(name, files[name], actual)
     _check_manifest(root, files, report)
+    _check_design_fingerprint(root, protocol, report)
     return report
+
+
+def _check_design_fingerprint(root: Path, protocol: dict[str, Any], report: VerifyReport) -> None:
+    """The manifest's design fingerprint must be the one protocol.json's design fields give."""
+    manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else None
+    if not isinstance(manifest, dict):
+        return
+    recorded = manifest.get("design_fingerprint")
+    if recorded is None:
+        report.warnings.append(
+            "manifest.json has no design_fingerprint (prepared before it existed); "
+            f"the design fingerprint of protocol.json is {design_fingerprint(protocol)}"
+        )
+    elif recorded != design_fingerprint(protocol):
+        report.problems.append(
+            "manifest.json: design_fingerprint is not the SHA-256 of protocol.json's design fields"
+        )
 
 
 def _check_manifest(root: Path, files: dict[str, bytes], report: VerifyReport) -> None:
@@ -136,7 +155,7 @@ def _compare_sources(recorded: Any, report: VerifyReport) -> None:
     still = " (materials still identical)" if not report.problems else ""
     current = source_fingerprints()
     recorded = recorded if isinstance(recorded, dict) else {}
-    if set(recorded) != set(current):
+    if not set(recorded) & set(current):
         names = ", ".join(sorted(recorded)) or "none"
         report.warnings.append(
             f"manifest.json records generating sources of another module layout ({names}); "
@@ -144,5 +163,9 @@ def _compare_sources(recorded: Any, report: VerifyReport) -> None:
         )
         return
     for module, digest in sorted(current.items()):
-        if recorded.get(module) != digest:
+        if module not in recorded:
+            report.warnings.append(f"source {module} did not exist at preparation{still}")
+        elif recorded[module] != digest:
             report.warnings.append(f"source {module} changed since preparation{still}")
+    for module in sorted(set(recorded) - set(current)):
+        report.warnings.append(f"source {module} no longer exists{still}")

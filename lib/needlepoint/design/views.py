@@ -14,6 +14,7 @@ import pandas as pd
 from needlepoint.design.audit import AuditReport
 from needlepoint.design.materials import near_slots
 from needlepoint.design.prepared import Prepared
+from needlepoint.design.profiles import body_profile, text_chars
 
 KIND_LABELS = {
     "substitution": "One-character change",
@@ -39,7 +40,7 @@ def protocol_table(protocol: dict[str, Any]) -> pd.DataFrame:
     rows = [
         ("protocol", f"{protocol['protocol_id']} v{protocol['version']}"),
         ("model", protocol["model"]),
-        ("temperature / max_tokens", f"{protocol['temperature']} / {protocol['max_tokens']}"),
+        *_body_rows(protocol),
         ("cases", protocol["cases"]),
         ("background lengths", ", ".join(map(str, protocol["lengths"]))),
         ("similarity", ", ".join(protocol["similarities"])),
@@ -54,6 +55,22 @@ def protocol_table(protocol: dict[str, Any]) -> pd.DataFrame:
         ("effect threshold", protocol["analysis"]["threshold"]),
     ]
     return pd.DataFrame(rows, columns=["parameter", "value"]).set_index("parameter")
+
+
+def _body_rows(protocol: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The body fields: v1's one row, plus the profile and its fields for a model variant."""
+    if body_profile(protocol) == "chat" and "stop" not in protocol:
+        return [
+            ("temperature / max_tokens", f"{protocol['temperature']} / {protocol['max_tokens']}")
+        ]
+    rows: list[tuple[str, Any]] = [("body profile", body_profile(protocol))]
+    for key in ("temperature", "max_tokens", "max_completion_tokens", "reasoning_effort"):
+        if key in protocol:
+            rows.append((key, protocol[key]))
+    for key in ("stop", "answer_cue"):
+        if key in protocol:
+            rows.append((key, json.dumps(protocol[key], ensure_ascii=False)))
+    return rows
 
 
 def excerpt_table(prepared: Prepared, case: str = "S1") -> pd.DataFrame:
@@ -90,7 +107,7 @@ def equal_length_table(prepared: Prepared) -> pd.DataFrame:
     by_pair: dict[int, list[int]] = {}
     for r in prepared.plan:
         body = json.loads(prepared.bodies[r.seq])
-        by_pair.setdefault(r.pair, []).append(sum(len(m["content"]) for m in body["messages"]))
+        by_pair.setdefault(r.pair, []).append(text_chars(body))
     for r in prepared.plan[::8]:
         sizes = by_pair[r.pair]
         rows.append(
@@ -158,6 +175,9 @@ def manifest_table(prepared: Prepared) -> pd.DataFrame:
         ("source", name, digest) for name, digest in sorted(prepared.manifest["sources"].items())
     ]
     rows.append(("folder", "manifest.json (protocol fingerprint)", prepared.fingerprint))
+    if "design_fingerprint" in prepared.manifest:
+        design = prepared.manifest["design_fingerprint"]
+        rows.append(("folder", "design fingerprint (protocol.json's design fields)", design))
     return pd.DataFrame(rows, columns=["kind", "name", "sha256"])
 
 
