@@ -400,7 +400,7 @@ def test_extra_column_and_ragged_row_are_refused(tmp_path: Path, prepared: Prepa
     lines = path.read_text(encoding="utf-8").split("\n")
     lines[3] += ",extra"
     path.write_text("\n".join(lines), encoding="utf-8")
-    with pytest.raises(NeedlepointError, match=r"results\.csv:4: .*row has 20 fields"):
+    with pytest.raises(NeedlepointError, match=r"results\.csv:4: .*row has 21 fields"):
         from_results_csv(path, prepared.root)
 
 

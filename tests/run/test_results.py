@@ -18,7 +18,8 @@ from needlepoint.run.settings import RunOptions
 
 FORMATS_COLUMNS = (
     "seq,block,pair,case,length,similarity,condition,order,request_sha256,status,kind,"
-    "response_text,http_status,latency_s,prompt_tokens,completion_tokens,cost,simulation,"
+    "response_text,http_status,latency_s,prompt_tokens,completion_tokens,reasoning_tokens,cost,"
+    "simulation,"
     "journal_sha256"
 ).split(",")
 
@@ -220,5 +221,5 @@ def test_journal_summary_is_readable_and_deterministic(faulty_run):
     lines = journal_summary(faulty_run)
     assert lines == journal_summary(faulty_run)
     assert lines[0].startswith("session 1 at 2026-01-01T00:00:00.000000Z: allow 40")
-    assert any("stop_status: HTTP 429 at seq 30" in line for line in lines)
+    assert any("stop_status: HTTP 429 at seq 34" in line for line in lines)
     assert "gaps: min 20 s, median 20 s" in lines

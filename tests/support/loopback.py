@@ -1,4 +1,7 @@
-"""A small OpenAI-compatible chat-completions server on 127.0.0.1 that misbehaves on request.
+"""A small OpenAI-compatible server on 127.0.0.1 that misbehaves on request.
+
+It answers ``POST /v1/chat/completions`` (``message.content``) and ``POST /v1/completions``
+(``text``, for the completion body profile); any other path gets 404, as llama.cpp answers.
 
 Tests and the runner benchmark talk to it over a real socket, so the runner's transport,
 timeouts and deadline are exercised as they will be against a provider. Each request consumes
@@ -8,7 +11,10 @@ request it received, which is how the tests prove that nothing was retried.
 Modes: ``normal``, ``content:TEXT``, ``length``, ``wrong_model``, ``empty``, ``no_usage``,
 ``broken_json``, ``status:CODE``, ``hang:S``, ``slow:S``, ``trickle:S`` (body one byte every S
 seconds), ``trickle_headers:S``, ``drop`` (close without answering), ``drop_mid`` (close
-halfway through the body).
+halfway through the body); for reasoning models: ``think:TEXT`` (a leading
+``<think>TEXT</think>`` before the answer), ``reasoning:TEXT`` (``message.reasoning_content``
+beside the answer) and ``length_empty`` (``finish_reason: length``, empty content: the budget
+went into reasoning). The last three report ``completion_tokens_details.reasoning_tokens``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class Received:
     sha256: str
     authorization: str
     received: float
+    path: str = "/v1/chat/completions"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -46,7 +53,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         owner = self.server.owner
-        number, mode = owner._record(body, self.headers.get("Authorization", ""))
+        number, mode = owner._record(body, self.headers.get("Authorization", ""), self.path)
+        if self.path not in ("/v1/chat/completions", "/v1/completions"):
+            self._send(404, b'{"detail": "Not Found"}', number)
+            return
+        completion = self.path == "/v1/completions"
         name, _, arg = mode.partition(":")
         try:
             payload = json.loads(body)
@@ -67,18 +78,26 @@ class _Handler(BaseHTTPRequestHandler):
         if name == "broken_json":
             self._send(200, b'{"choices": [{"message": ', number)
             return
+        if name in ("empty", "length_empty"):
+            content = ""
+        elif name == "think":
+            content = f"<think>{arg}</think>\n{content}"
+        choice: dict[str, Any] = {
+            "index": 0,
+            "finish_reason": "length" if name in ("length", "length_empty") else "stop",
+        }
+        if completion:
+            choice["text"] = content
+        else:
+            choice["message"] = {"role": "assistant", "content": content}
+            if name == "reasoning":
+                choice["message"]["reasoning_content"] = arg
         data = {
-            "id": f"chatcmpl-loop-{number}",
-            "object": "chat.completion",
+            "id": f"{'cmpl' if completion else 'chatcmpl'}-loop-{number}",
+            "object": "text_completion" if completion else "chat.completion",
             "created": 0,
             "model": "other-model" if name == "wrong_model" else payload.get("model"),
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "length" if name == "length" else "stop",
-                    "message": {"role": "assistant", "content": "" if name == "empty" else content},
-                }
-            ],
+            "choices": [choice],
         }
         if name != "no_usage":
             prompt = len(body) // 4
@@ -87,6 +106,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "completion_tokens": 3,
                 "total_tokens": prompt + 3,
             }
+            if name in ("think", "reasoning", "length_empty"):
+                spent = {"length_empty": 3}.get(name, 2)
+                data["usage"]["completion_tokens_details"] = {"reasoning_tokens": spent}
         out = json.dumps(data).encode()
         if name == "trickle_headers":
             self._trickle_headers(out, float(arg or 0.05), stop)
@@ -174,12 +196,12 @@ class LoopbackServer:
         with self._lock:
             return self._lock.wait_for(lambda: len(self.requests) >= count, timeout)
 
-    def _record(self, body: bytes, authorization: str) -> tuple[int, str]:
+    def _record(self, body: bytes, authorization: str, path: str) -> tuple[int, str]:
         with self._lock:
             mode = self._script.popleft() if self._script else "normal"
             number = len(self.requests) + 1
             sha = hashlib.sha256(body).hexdigest()
-            self.requests.append(Received(number, mode, sha, authorization, time.monotonic()))
+            self.requests.append(Received(number, mode, sha, authorization, time.monotonic(), path))
             self._lock.notify_all()
             return number, mode
 

@@ -59,6 +59,7 @@ def row_for(plan: PlanRow, key: dict[str, Any], spec: str, simulation: bool, jou
         "latency_s": f"{1 + plan.seq / 100:.2f}" if executed and not indeterminate else "",
         "prompt_tokens": str(900 + plan.length * 10) if status in ("correct", "error") else "",
         "completion_tokens": "4" if status in ("correct", "error") else "",
+        "reasoning_tokens": "",
         "cost": f"{0.00001 * plan.seq:.6f}" if status in ("correct", "error") else "",
         "simulation": "true" if simulation else "false",
         "journal_sha256": journal,

@@ -23,6 +23,8 @@ from needlepoint.analysis.record import (
     to_json,
 )
 from needlepoint.analysis.secondary import secondary
+from needlepoint.design.identity import design_fingerprint
+from needlepoint.design.profiles import body_profile
 from needlepoint.jsonio import write_bytes_atomic
 
 FIGURES = {
@@ -102,7 +104,12 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
         simulation=inp.simulation,
         label=SIMULATION_BANNER if inp.simulation else None,
         protocol=ProtocolRef(
-            id=proto.get("protocol_id"), version=proto.get("version"), fingerprint=inp.fingerprint
+            id=proto.get("protocol_id"),
+            version=proto.get("version"),
+            fingerprint=inp.fingerprint,
+            design_fingerprint=design_fingerprint(proto),
+            model=proto.get("model"),
+            body_profile=body_profile(proto),
         ),
         run=RunRef(journal_sha256=inp.journal_sha256, source=inp.source),
         parameters=AnalysisParameters.of(proto),

@@ -31,7 +31,7 @@ from needlepoint.run.scoring import (
     score_text,
 )
 
-_INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens")
+_INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens", "reasoning_tokens")
 _FLOAT_FIELDS = ("latency_s", "cost")
 _HEX = frozenset("0123456789abcdef")
 
@@ -54,6 +54,7 @@ class Outcome:
     latency_s: float | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    reasoning_tokens: int | None  # usage.completion_tokens_details, when the server reports it
     cost: float | None
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 
 from needlepoint.analysis.tables import Secondary
 from needlepoint.errors import NeedlepointError
-from needlepoint.schema import from_plain, record_from_plain, to_plain
+from needlepoint.schema import fields_plain, from_plain, record_from_plain, to_plain
 
 ANALYSIS_FORMAT = "needlepoint-analysis"
 ANALYSIS_VERSION = 1
@@ -40,11 +40,32 @@ class AnalysisParameters:
 
 @dataclass(frozen=True)
 class ProtocolRef:
-    """Which protocol the run followed."""
+    """Which protocol the run followed: its prepared (materials) and design fingerprints.
+
+    ``design_fingerprint``, ``model`` and ``body_profile`` came later: an analysis.json written
+    before has none of them, read as None and written back without them.
+    """
 
     id: str | None
     version: int | None
     fingerprint: str
+    design_fingerprint: str | None = None
+    model: str | None = None
+    body_profile: str | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        plain = fields_plain(self)
+        for name in _ADDED_LATER:
+            if plain[name] is None:
+                del plain[name]
+        return plain
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> ProtocolRef:
+        return record_from_plain(cls, dict.fromkeys(_ADDED_LATER) | value, where)
+
+
+_ADDED_LATER = ("design_fingerprint", "model", "body_profile")
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ def latency_usage_cost(outcomes: Sequence[Outcome]) -> LatencyUsageCost:
     """Latency summary and usage/cost totals over executed requests; unknowns stay unknown."""
     lat, lat_unknown = _known(outcomes, lambda o: o.latency_s)
     totals: dict[str, Total] = {}
-    for field in ("prompt_tokens", "completion_tokens", "cost"):
+    for field in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cost"):
         vals, unknown = _known(outcomes, lambda o, f=field: getattr(o, f))
         known_sum = sum(vals) if vals else 0
         totals[field] = Total(

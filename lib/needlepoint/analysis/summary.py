@@ -160,9 +160,15 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         f"- latency (s): median {_cell(lat.median)}, min {_cell(lat.min)}, "
         f"max {_cell(lat.max)} over {lat.known} known; {lat.unknown} unknown",
     ]
+    # Reasoning tokens only where the server reported some: most endpoints never do.
+    reasoning = luc.reasoning_tokens
+    reported = (
+        [("reasoning_tokens", reasoning)] if reasoning is not None and reasoning.known else []
+    )
     for field, u in (
         ("prompt_tokens", luc.prompt_tokens),
         ("completion_tokens", luc.completion_tokens),
+        *reported,
         ("cost", luc.cost),
     ):
         total = (

@@ -99,6 +99,19 @@ class LatencyUsageCost:
     prompt_tokens: Total
     completion_tokens: Total
     cost: Total
+    # usage.completion_tokens_details.reasoning_tokens; None only in an analysis.json written
+    # before it was recorded (read as None, written back without it).
+    reasoning_tokens: Total | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        plain = fields_plain(self)
+        if plain["reasoning_tokens"] is None:
+            del plain["reasoning_tokens"]
+        return plain
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> LatencyUsageCost:
+        return record_from_plain(cls, {"reasoning_tokens": None} | value, where)
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.prepared import frozen_model
+from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, read_json
 from needlepoint.run.folder import CONTEXT_NAME, RUN_NAME, read_run_record
 from needlepoint.run.journal import read_chain
 from needlepoint.run.journal_records import decode_body
 from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive_rows, load_frozen_plan
+from needlepoint.run.run_record import RunRecord
 from needlepoint.run.scoring import PROTOCOL_FAILURE, classify
 
 _EPS = 1e-6
@@ -155,6 +158,7 @@ class _Walk:
             answer=self.p.answer_key.get(seq, {}),
             model=self.model,
             unknown=self.p.protocol.get("unknown", "UNKNOWN"),
+            profile=body_profile(self.p.protocol),
         )
         if fresh.to_json() != r.get("classification"):
             self.problem(n, f"seq {seq}: recorded classification differs from the body's")
@@ -178,6 +182,7 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     except NeedlepointError as exc:
         audit.problems.append(f"prepared folder: {exc}")
         return audit
+    _check_variant(root, run, prepared.protocol, audit)
     walk = _Walk(audit, prepared, run_sha, root / "journal.jsonl")
     for record in chain.records:
         walk.record(record)
@@ -208,3 +213,21 @@ def _check_context(root: Path, records: Any, fingerprint: str, audit: RunAuditRe
         audit.problems.append(f"{path}: its sent list differs from the journal's attempts")
     elif len(listed) < len(sent):
         audit.warnings.append(f"{path}: lists {len(listed)} of {len(sent)} sent (runner died)")
+
+
+def _check_variant(root: Path, run: RunRecord, protocol: Any, audit: RunAuditReport) -> None:
+    """run.json's design fingerprint and body profile must be the prepared protocol's.
+
+    A run folder made before they were recorded has neither: nothing to compare.
+    """
+    expected = {
+        "design_fingerprint": design_fingerprint(protocol),
+        "body_profile": body_profile(protocol),
+    }
+    for name, value in expected.items():
+        if getattr(run, name) is not None:
+            audit.count(f"run.json {name}")
+            if getattr(run, name) != value:
+                audit.problems.append(
+                    f"{root / RUN_NAME}: {name} differs from the prepared protocol's"
+                )

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needlepoint import __version__
+from needlepoint.design.identity import design_fingerprint
+from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
 from needlepoint.run.run_record import (
@@ -186,6 +188,8 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         cost=CostRecord(input_rate=s.input_rate, output_rate=s.output_rate, cap=s.cost_cap),
         package_version=__version__,
         extra=dict(s.run_meta),
+        design_fingerprint=design_fingerprint(p.protocol),
+        body_profile=body_profile(p.protocol),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from needlepoint.design.prepared import PLAN_COLUMNS
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, write_bytes_atomic
+from needlepoint.run.answers import reasoning_tokens
 from needlepoint.run.folder import read_run_record
 from needlepoint.run.journal import read_chain
 from needlepoint.run.journal_records import JournalState
@@ -32,6 +33,7 @@ RESULT_COLUMNS = (
     "latency_s",
     "prompt_tokens",
     "completion_tokens",
+    "reasoning_tokens",
     "cost",
     "simulation",
     "journal_sha256",
@@ -79,6 +81,7 @@ def derive_rows(plan: Any, records: Any, simulation: bool, head: str) -> list[di
                 latency_s=_cell(outcome.get("latency_s")),
                 prompt_tokens=_tokens(usage, "prompt_tokens"),
                 completion_tokens=_tokens(usage, "completion_tokens"),
+                reasoning_tokens=_cell(reasoning_tokens(usage)),
                 cost=_cell(outcome.get("cost")),
             )
         else:
@@ -89,7 +92,15 @@ def derive_rows(plan: Any, records: Any, simulation: bool, head: str) -> list[di
                 kind="indeterminate_interrupted" if dangling else "",
                 response_text="",
                 **dict.fromkeys(
-                    ("http_status", "latency_s", "prompt_tokens", "completion_tokens", "cost"), ""
+                    (
+                        "http_status",
+                        "latency_s",
+                        "prompt_tokens",
+                        "completion_tokens",
+                        "reasoning_tokens",
+                        "cost",
+                    ),
+                    "",
                 ),
             )
         row["simulation"] = "true" if simulation else "false"

@@ -60,6 +60,24 @@ class RunRecord:
     cost: CostRecord
     package_version: str
     extra: dict[str, Any]
+    # The prepared protocol's design fingerprint and body profile. A run.json written before
+    # they existed has neither: read as None, and written back without them.
+    design_fingerprint: str | None = None
+    body_profile: str | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        plain = fields_plain(self)
+        for name in _ADDED_LATER:
+            if plain[name] is None:
+                del plain[name]
+        return plain
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> RunRecord:
+        return record_from_plain(cls, dict.fromkeys(_ADDED_LATER) | value, where)
+
+
+_ADDED_LATER = ("design_fingerprint", "body_profile")
 
 
 @dataclass(frozen=True)

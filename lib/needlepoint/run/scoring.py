@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from needlepoint.run.answers import answer_of
+
 # Java's String.trim() removes every char <= U+0020 from both ends and nothing else.
 _JAVA_TRIM_CHARS = "".join(chr(c) for c in range(0x21))
 
@@ -49,6 +51,7 @@ PROTOCOL_FAILURE_KINDS = (
     "unparsable_json",
     "no_choices",
     "finish_reason",
+    "length_empty",
     "role",
     "model_mismatch",
     "content_missing",
@@ -104,11 +107,13 @@ def classify(
     answer: Mapping[str, Any],
     model: str,
     unknown: str = "UNKNOWN",
+    profile: str = "chat",
 ) -> Classification:
     """Classify one exchange for the seq whose answer-key entry is ``answer``.
 
     ``transport_error`` is a key of TRANSPORT_KINDS (or None when a response arrived);
-    ``model`` is the model named in the frozen request body.
+    ``model`` is the model named in the frozen request body; ``profile`` is the frozen body
+    profile, which says where the answer is (``message.content`` or, for completion, ``text``).
     """
     if transport_error is not None:
         if transport_error not in TRANSPORT_KINDS:
@@ -123,25 +128,26 @@ def classify(
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return _failure("no_choices")
-    choice = choices[0]
-    message = choice.get("message")
-    message = message if isinstance(message, dict) else {}
-    content = message.get("content")
-    text = content if isinstance(content, str) else ""
-    if choice.get("finish_reason") != "stop":
+    a = answer_of(choices[0], completion=profile == "completion")
+    # Reasoning (a leading think block, reasoning_content) is never scored: only `final` is.
+    text = a.final or ""
+    if a.finish_reason != "stop":
+        no_answer = a.content is None or (a.final is not None and not java_trim(a.final))
+        if a.finish_reason == "length" and no_answer:
+            return _failure("length_empty", text)  # the budget ran out before any answer
         return _failure("finish_reason", text)
-    if message.get("role") != "assistant":
+    if profile != "completion" and a.role != "assistant":
         return _failure("role", text)
     if data.get("model") != model:
         return _failure("model_mismatch", text)
-    if content is None:
+    if a.content is None:
         return _failure("content_missing")
-    if not isinstance(content, str):
+    if a.final is None:
         return _failure("content_not_string")
-    trimmed = java_trim(content)
+    trimmed = java_trim(a.final)
     if not trimmed:
-        return _failure("content_empty", content)
-    return Classification(*score_text(trimmed, answer, unknown), content)
+        return _failure("content_empty", a.final)
+    return Classification(*score_text(trimmed, answer, unknown), a.final)
 
 
 def score_text(

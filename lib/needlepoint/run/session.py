@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any
 
 import needlepoint
+from needlepoint.design.profiles import ENDPOINTS, body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
@@ -97,6 +98,7 @@ class Session:
             clock=self.clock,
             mock=mock,
             user_agent=f"needlepoint/{needlepoint.__version__}",
+            path=ENDPOINTS[body_profile(self.s.prepared.protocol)],
         )
 
     def check_budget(self) -> None:
@@ -162,6 +164,7 @@ class Session:
             answer=self.s.prepared.answer_key[seq],
             model=self.s.model,
             unknown=self.s.prepared.protocol.get("unknown", "UNKNOWN"),
+            profile=body_profile(self.s.prepared.protocol),
         )
         usage = usage_of(body) if ex.error is None else None
         cost = cost_of(usage, self.s.input_rate, self.s.output_rate)

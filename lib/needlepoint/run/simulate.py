@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 SIM_MODES = ("perfect", "position", "faulty")
 FAULT_CYCLE = (
     "length",
+    "length_empty",  # the whole budget went into reasoning: no answer at all
+    "reasoning",  # not a failure: a think block before the answer, which is scored alone
     "role",
     "wrong_model",
     "no_choices",
@@ -162,29 +164,43 @@ class Simulator:
         return httpx.Response(200, json=self._payload(row, body, fault), headers=headers)
 
     def _payload(self, row: PlanRow, body: bytes, fault: str) -> dict[str, Any]:
-        model = json.loads(body)["model"]
-        message: dict[str, Any] = {"role": "assistant", "content": self._content(row)}
-        if fault == "role":
-            message["role"] = "user"
-        elif fault == "content_missing":
-            del message["content"]
+        request = json.loads(body)
+        content: Any = self._content(row)
+        if fault == "reasoning":
+            content = "<think>simulated reasoning</think>" + content
         elif fault == "content_not_string":
-            message["content"] = [{"type": "text", "text": message["content"]}]
+            content = [{"type": "text", "text": content}]
         elif fault == "empty":
-            message["content"] = " \n"
-        choice = {"index": 0, "finish_reason": "length" if fault == "length" else "stop"}
-        choice["message"] = message
+            content = " \n"
+        elif fault == "length_empty":
+            content = ""
+        finish = "length" if fault in ("length", "length_empty") else "stop"
+        # The frozen body's shape says which endpoint this is: a prompt means /completions.
+        if "prompt" in request:
+            choice: dict[str, Any] = {"index": 0, "text": content, "finish_reason": finish}
+            if fault == "content_missing":
+                del choice["text"]
+        else:
+            message: dict[str, Any] = {"role": "user" if fault == "role" else "assistant"}
+            if fault != "content_missing":
+                message["content"] = content
+            choice = {"index": 0, "finish_reason": finish, "message": message}
         data: dict[str, Any] = {
             "id": f"sim-{row.seq}",
-            "object": "chat.completion",
-            "model": "other-model" if fault == "wrong_model" else model,
+            "object": "text_completion" if "prompt" in request else "chat.completion",
+            "model": "other-model" if fault == "wrong_model" else request["model"],
             "choices": [] if fault == "no_choices" else [choice],
         }
         if fault != "no_usage":
             prompt = len(body) // 3
+            budget = request.get("max_tokens", request.get("max_completion_tokens", 4))
+            completion = budget if fault == "length_empty" else 4
             data["usage"] = {
                 "prompt_tokens": prompt,
-                "completion_tokens": 4,
-                "total_tokens": prompt + 4,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
             }
+            if fault in ("reasoning", "length_empty"):
+                spent = completion if fault == "length_empty" else 3
+                data["usage"]["completion_tokens_details"] = {"reasoning_tokens": spent}
         return data

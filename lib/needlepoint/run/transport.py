@@ -135,7 +135,10 @@ def _shutdown(sock: socket.socket | None) -> None:
 
 
 class Transport:
-    """Sends frozen body bytes to ``{base_url}/chat/completions`` and reports what happened."""
+    """Sends frozen body bytes to ``{base_url}{path}`` and reports what happened.
+
+    ``path`` is the frozen body profile's endpoint (``/chat/completions`` or ``/completions``).
+    """
 
     def __init__(
         self,
@@ -148,10 +151,11 @@ class Transport:
         mock: httpx.BaseTransport | None = None,
         user_agent: str = "needlepoint",
         max_body_bytes: int = MAX_BODY_BYTES,
+        path: str = "/chat/completions",
     ) -> None:
         import httpx
 
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = base_url.rstrip("/") + path
         self.deadline_s = deadline_s
         self.max_body_bytes = max_body_bytes
         self._clock = clock
