@@ -45,4 +45,17 @@ def test_folders_prepared_before_the_stage_packages_still_verify(
         "(needlepoint/freeze.py, "
     )
     assert lines[0].endswith("they are not compared file by file (materials still identical)")
-    assert lines[1].startswith("verify OK: 4 files, ") and lines[1].endswith("1 warnings")
+    # Prepared before design fingerprints too: verify names the one protocol.json gives.
+    assert lines[1].startswith("warning: manifest.json has no design_fingerprint")
+    assert lines[2].startswith("verify OK: 4 files, ") and lines[2].endswith("2 warnings")
+
+
+def test_reference_evidence_manifest_records_the_v1_design_fingerprint() -> None:
+    import json
+
+    from needlepoint.design.identity import design_fingerprint
+
+    manifest = json.loads((ROOT / "20261130-simulated-reference/prepared/manifest.json").read_text())
+    assert manifest["design_fingerprint"] == design_fingerprint(reference_protocol())
+    offline = json.loads((EVIDENCE / "manifest.json").read_text())
+    assert manifest["files"] == offline["files"]  # the v1 materials and protocol fingerprint

@@ -155,17 +155,18 @@ def _compare_sources(recorded: Any, report: VerifyReport) -> None:
     still = " (materials still identical)" if not report.problems else ""
     current = source_fingerprints()
     recorded = recorded if isinstance(recorded, dict) else {}
-    if not set(recorded) & set(current):
+    if not recorded or set(recorded) - set(current):
         names = ", ".join(sorted(recorded)) or "none"
         report.warnings.append(
             f"manifest.json records generating sources of another module layout ({names}); "
             f"they are not compared file by file{still}"
         )
         return
-    for module, digest in sorted(current.items()):
-        if module not in recorded:
-            report.warnings.append(f"source {module} did not exist at preparation{still}")
-        elif recorded[module] != digest:
+    added = sorted(set(current) - set(recorded))
+    if added:  # modules split out since: nothing recorded to compare them with
+        report.warnings.append(
+            f"source {', '.join(added)} did not exist at preparation; not compared{still}"
+        )
+    for module, digest in sorted(recorded.items()):
+        if current[module] != digest:
             report.warnings.append(f"source {module} changed since preparation{still}")
-    for module in sorted(set(recorded) - set(current)):
-        report.warnings.append(f"source {module} no longer exists{still}")
