@@ -42,7 +42,10 @@ def test_order_figure_is_byte_stable(reference_dir: Path, tmp_path: Path) -> Non
 def test_manifest_and_audit_tables(reference_dir: Path) -> None:
     prepared = load_prepared(reference_dir)
     manifest = dv.manifest_table(prepared)
-    assert manifest.iloc[-1]["sha256"] == prepared.fingerprint
+    by_name = dict(zip(manifest["name"], manifest["sha256"], strict=True))
+    assert by_name["manifest.json (protocol fingerprint)"] == prepared.fingerprint
+    design = by_name["design fingerprint (protocol.json's design fields)"]
+    assert design == prepared.manifest["design_fingerprint"]
     audit = dv.audit_table(audit_prepared(reference_dir))
     assert (audit["failed"] == 0).all() and (audit["items"] > 0).all()
 

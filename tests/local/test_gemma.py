@@ -175,6 +175,7 @@ def test_completion_variant_runs_end_to_end(server, tmp_path, monkeypatch):
     from needlepoint.local.tokens import check_token_counts
     from needlepoint.run.audit import audit_run
     from needlepoint.run.loop import run_protocol
+    from needlepoint.run.settings import RunOptions
 
     # The committed copy-style design, small: v1's Chinese instructions and the default answer
     # cue make this base model start with a line feed, which the stop sequence turns into "".
@@ -186,11 +187,12 @@ def test_completion_variant_runs_end_to_end(server, tmp_path, monkeypatch):
     report = check_token_counts(prepared, server)
     assert max(report.counts.values()) < 1000
     monkeypatch.setenv("NP_GEMMA_KEY", "local-key-not-checked")
-    summary = run_protocol(
-        prepared, tmp_path / "run", allow=4, base_url=server.base_url + "/v1", model=GEMMA3.alias,
+    options = RunOptions(
+        allow=4, base_url=server.base_url + "/v1", model=GEMMA3.alias,
         api_key_env="NP_GEMMA_KEY", min_gap_s=0, override_reason="test", progress="off",
         timeout_s=300,
     )  # fmt: skip
+    summary = run_protocol(prepared, tmp_path / "run", options)
     assert summary.attempts_total == 4
     outcomes = [
         json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
