@@ -56,6 +56,7 @@ ALLOWED = {
     ("run.journal_records", "JournalState.add", "record"): "a raw journal line",
     ("run.session", "Session.append", "return"): "a raw journal line",
     ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
+    ("run.sweep_spec", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
 }
 
 

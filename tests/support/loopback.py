@@ -71,6 +71,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if name in ("hang", "slow"):
             stop.wait(float(arg or 30))
+        elif owner.delay_s:
+            stop.wait(owner.delay_s)  # a server that takes time to answer, like a model
         if name == "status":
             code = int(arg)
             self._send(code, json.dumps({"error": {"message": f"status {code}"}}).encode(), number)
@@ -164,8 +166,11 @@ class _Server(ThreadingHTTPServer):
 class LoopbackServer:
     """Start with ``with LoopbackServer() as server:``; ``server.base_url`` ends in ``/v1``."""
 
-    def __init__(self, answer: Callable[[bytes, dict[str, Any]], str] | None = None) -> None:
+    def __init__(
+        self, answer: Callable[[bytes, dict[str, Any]], str] | None = None, delay_s: float = 0.0
+    ) -> None:
         self.answer = answer or (lambda body, payload: "UNKNOWN")
+        self.delay_s = delay_s
         self.requests: list[Received] = []
         self._script: deque[str] = deque()
         self._lock = threading.Condition()
@@ -228,7 +233,8 @@ def answers_from(answer_key: dict[int, dict[str, Any]], bodies: dict[int, bytes]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python tests/support/loopback.py PREPARED_DIR``: serve correct answers until stdin closes.
+    """``python tests/support/loopback.py PREPARED_DIR [--delay S]``: serve correct answers
+    (each after S seconds) until stdin closes.
 
     Prints the base URL on the first line, for benchmarks and manual tries in another process.
     """
@@ -239,9 +245,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="loopback.py")
     parser.add_argument("prepared", help="prepared folder whose answers to serve")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     args = parser.parse_args(argv)
     p = load_prepared(args.prepared)
-    with LoopbackServer(answers_from(p.answer_key, p.bodies)) as server:
+    with LoopbackServer(answers_from(p.answer_key, p.bodies), args.delay) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()  # until the parent closes our stdin
     return 0

@@ -1,4 +1,4 @@
-"""CLI provider for `needlepoint run`, `needlepoint results` and `needlepoint audit-run`.
+"""CLI provider for `needlepoint run`, `sweep`, `results` and `audit-run`.
 
 The flag names are a stable interface: users script them. Heavy imports stay inside the
 command functions so that `needlepoint --help` stays fast.
@@ -51,6 +51,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(line)
     # A stop rule firing is not an error of the command, but scripts should be able to tell.
     return 0 if summary.stop_reason in ("complete", "allowance_spent") else 3
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from needlepoint.run.sweep import run_sweep
+    from needlepoint.run.sweep_spec import read_sweep
+
+    summary = run_sweep(read_sweep(args.sweep), "off" if args.no_progress else "auto")
+    for run in summary.runs:
+        for line in run.lines:
+            print(f"[{run.name}] {line}", file=sys.stdout if run.state == "done" else sys.stderr)
+    if summary.interrupted:
+        print("needlepoint sweep: interrupted; run it again to resume", file=sys.stderr)
+    return summary.exit_status
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
@@ -122,6 +135,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cost-cap", type=float, help="stop before spending more than this")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_run)
+
+    w = sub.add_parser(
+        "sweep",
+        help="several runs at once, one worker per run (SWEEP.json), each a `run`",
+        description="Start every run listed in SWEEP.json together, one worker process per "
+        "run, each with its own journal, lock, spacing and stop rules. Running it again resumes "
+        "each run. Format: docs/runner.md.",
+    )
+    w.add_argument("sweep", metavar="SWEEP.json", help="the sweep file")
+    w.add_argument("--no-progress", action="store_true", help="no progress lines")
+    w.set_defaults(func=_cmd_sweep)
 
     r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
     r.add_argument("run_dir", metavar="RUNDIR")
