@@ -529,3 +529,22 @@ def test_analyze_run_from_a_simulated_journal(tmp_path: Path, prepared: Prepared
     path = run_dir / "results.csv"
     path.write_text(path.read_text(encoding="utf-8").replace(",correct,", ",error,", 1), "utf-8")
     assert cli.main(["analyze", str(run_dir), "--no-figures"]) == 2
+
+
+def test_the_lenient_flag_is_carried_but_never_decides(prepared: Prepared) -> None:
+    """Rows are flagged leniently correct by the rule, and the primary analysis ignores it."""
+    from dataclasses import replace
+
+    def spec(p: PlanRow) -> str:
+        if p.condition == "M" and p.similarity == "high":
+            return "error:extra_text" if p.case in ("S1", "S2") else "error:near_distractor_code"
+        return "failure:finish_reason" if (p.case, p.condition) == ("S3", "A") else "correct"
+
+    inp = make_input(prepared, spec)
+    flagged = {o.seq for o in inp.outcomes if o.lenient}
+    assert flagged == {
+        o.seq for o in inp.outcomes if o.status == "correct" or o.kind == "extra_text"
+    }
+    assert not any(o.lenient for o in inp.outcomes if not o.valid)
+    flipped = replace(inp, outcomes=tuple(replace(o, lenient=not o.lenient) for o in inp.outcomes))
+    assert primary(flipped) == primary(inp)

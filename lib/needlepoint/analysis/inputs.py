@@ -28,6 +28,7 @@ from needlepoint.run.scoring import (
     STATUSES,
     UNEXECUTED,
     java_trim,
+    lenient_correct,
     score_text,
 )
 
@@ -56,6 +57,7 @@ class Outcome:
     completion_tokens: int | None
     reasoning_tokens: int | None  # usage.completion_tokens_details, when the server reports it
     cost: float | None
+    lenient: bool = False  # exploratory (scoring.lenient_correct); the decision never reads it
 
     @property
     def valid(self) -> bool:
@@ -96,7 +98,8 @@ def _parse_number(text: str, kind: type, where: str, field: str) -> Any:
     return value
 
 
-def _check_status(row: Mapping[str, str], answer: Mapping[str, Any], unknown: str, where: str):
+def _check_status(row: Mapping[str, str], answer: Mapping, unknown: str, where: str) -> bool:
+    """Check the row's status and kind; return whether it is leniently correct (exploratory)."""
     status, kind = row["status"], row["kind"]
     if status not in STATUSES:
         raise NeedlepointError(f"{where}: field status: {status!r} is not one of {STATUSES}")
@@ -107,12 +110,15 @@ def _check_status(row: Mapping[str, str], answer: Mapping[str, Any], unknown: st
         raise NeedlepointError(f"{where}: field status: unexecuted but a response is recorded")
     if status in (CORRECT, ERROR):
         # The table may come from elsewhere: a valid answer must score as recorded.
-        scored = score_text(java_trim(row["response_text"]), answer, unknown)
+        trimmed = java_trim(row["response_text"])
+        scored = score_text(trimmed, answer, unknown)
         if scored != (status, kind):
             raise NeedlepointError(
                 f"{where}: field status: recorded {status}/{kind or '-'} but the response "
                 f"text scores as {scored[0]}/{scored[1] or '-'}"
             )
+        return lenient_correct(trimmed, answer["expected"])
+    return False
 
 
 def validate_rows(
@@ -162,7 +168,7 @@ def validate_rows(
                 f"{where}: field journal_sha256: differs from line {first[0]}; rows of "
                 "different runs are never pooled"
             )
-        _check_status(row, prepared.answer_key[seq], unknown, where)
+        lenient = _check_status(row, prepared.answer_key[seq], unknown, where)
         numbers = {f: _parse_number(row[f], int, where, f) for f in _INT_FIELDS}
         numbers |= {f: _parse_number(row[f], float, where, f) for f in _FLOAT_FIELDS}
         outcomes.append(
@@ -178,6 +184,7 @@ def validate_rows(
                 status=row["status"],
                 kind=row["kind"],
                 **numbers,
+                lenient=lenient,
             )
         )
     absent = sorted(set(plan) - set(seen))

@@ -169,10 +169,27 @@ def score_text(
     if trimmed == unknown:
         return ERROR, "false_unknown"
     # The right answer as a whole token, plus anything else around it.
-    token = re.compile(rf"(?<![A-Za-z0-9]){re.escape(expected)}(?![A-Za-z0-9])")
-    if token.search(trimmed):
+    if contains_token(trimmed, expected):
         return ERROR, "extra_text"
     return ERROR, "bad_format"
+
+
+def contains_token(text: str, token: str) -> bool:
+    """``token`` occurs in ``text`` with no letter or digit right before or after it."""
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", text) is not None
+
+
+def lenient_correct(trimmed: str, expected: str) -> bool:
+    """Exploratory: the expected code (``UNKNOWN`` on A) is a whole token of the final content.
+
+    Why it exists: other benchmarks (needle-in-a-haystack, RULER and most of their successors)
+    count an answer as right when the expected string occurs in it. This rule lets a report set
+    needlepoint's strict numbers beside theirs. It is never part of the protocol: it forgives
+    text around the code and even several codes listed at once, so it never enters the
+    decision, and it is computed only for protocol-valid responses (the strict denominator).
+    For a valid response it is exactly: status ``correct``, or kind ``extra_text``.
+    """
+    return contains_token(trimmed, expected)
 
 
 def scoring_selftest_checks() -> list[tuple[str, bool]]:
