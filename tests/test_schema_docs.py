@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from needlepoint.analysis import record, tables
-from needlepoint.run import run_record
+from needlepoint.compare import record as compare_record
+from needlepoint.run import run_record, sweep_spec
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "schema.md"
 HEADING = re.compile(r"^### `(\w+)` \(`([\w.]+)`\)")
@@ -56,14 +57,15 @@ def test_documented_fields_equal_the_record(key: tuple[str, str]) -> None:
 
 def test_every_record_is_documented() -> None:
     names = {name for name, _ in DOCUMENTED}
-    for module in (record, tables, run_record):
+    for module in (record, tables, run_record, compare_record, sweep_spec):
         records = {
             n
             for n, obj in vars(module).items()
             if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
         }
-        # Decision's fields are documented as the last six of Primary (checked below).
-        assert records - {"Decision"} <= names, records - names
+        # Decision's fields are documented as the last six of Primary (checked below);
+        # PlannedRun is a SweepRun with its folders resolved, in memory only, never written.
+        assert records - {"Decision", "PlannedRun"} <= names, records - names
     required = {"RunOptions", "PositionParams", "PowerModel", "PowerStudy", "POWER_COLUMNS"}
     assert required <= names
     assert len(DOCUMENTED) == len(names), "a record is documented twice"
@@ -78,6 +80,9 @@ def test_the_versions_stated_are_the_ones_written() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert f'`"{record.ANALYSIS_FORMAT}"`, `{record.ANALYSIS_VERSION}`' in text
     assert f"| `run.json` | `format` | `{run_record.RUN_FORMAT}` |" in text
+    comparison = f'`"{compare_record.COMPARISON_FORMAT}"`, `{compare_record.COMPARISON_VERSION}`'
+    assert comparison in text
+    assert f'`"{sweep_spec.SWEEP_FORMAT}"`, `{sweep_spec.SWEEP_VERSION}`' in text
 
 
 def test_architecture_links_the_schema_page() -> None:

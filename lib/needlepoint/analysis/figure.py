@@ -22,8 +22,12 @@ def stable_figure(
     title: str,
     simulation: bool,
     path: str | Path,
+    banner: str = SIMULATION_BANNER,
 ) -> Iterator[Any]:
     """Yield a fresh Figure in the default style, title it, then save it as a stable PNG.
+
+    With ``simulation`` the title is preceded by ``banner`` in red (the simulation label unless
+    another is given, e.g. a comparison of simulated and live runs).
 
     ``margins`` are (left, right, top, bottom) in inches around the axes area. Fixed margins
     instead of a layout engine: the figures look the same for every run, and drawing them does
@@ -42,7 +46,7 @@ def stable_figure(
             left=left / width, right=1 - right / width, top=1 - top / h, bottom=bottom / h
         )
         yield fig
-        text = f"{SIMULATION_BANNER}\n{title}" if simulation else title
+        text = f"{banner}\n{title}" if simulation else title
         fig.suptitle(
             text,
             y=1 - 0.08 / h,

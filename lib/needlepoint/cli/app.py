@@ -21,6 +21,7 @@ PROVIDERS = (
     "needlepoint.cli.selftest",
     "needlepoint.cli.run",
     "needlepoint.cli.analysis",
+    "needlepoint.cli.compare",
     "needlepoint.cli.contamination",
     "needlepoint.cli.pipeline",
     "needlepoint.cli.local",

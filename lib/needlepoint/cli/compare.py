@@ -1,0 +1,44 @@
+"""`needlepoint compare`: runs of one design side by side, each analysed alone.
+
+Heavy imports stay inside the command function so that `needlepoint --help` stays fast. What is
+printed depends only on the runs: no durations and no absolute paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from needlepoint.compare.document import compare_runs
+
+    result = compare_runs(
+        args.run_dirs,
+        args.out,
+        allow_simulated=args.allow_simulated,
+        figures=not args.no_figures,
+    )
+    for line in result.lines():
+        print(line)
+    figures = len(result.document.figures)
+    print(f"wrote comparison.json, comparison.md and {figures} figures to the --out folder")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the compare sub-command."""
+    c = sub.add_parser(
+        "compare",
+        help="runs of one design side by side, each analysed alone (never pooled)",
+        description="Analyse each run exactly as `analyze` does and set them side by side: "
+        "comparison.json, comparison.md and figures. Runs must share one design fingerprint.",
+    )
+    c.add_argument("run_dirs", metavar="RUNDIR", nargs="+", help="run folders of one design")
+    c.add_argument("--out", metavar="DIR", required=True, help="the comparison folder")
+    c.add_argument(
+        "--allow-simulated",
+        action="store_true",
+        help="allow simulated runs beside live ones (every output then says so)",
+    )
+    c.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    c.set_defaults(func=_cmd_compare)

@@ -1,0 +1,113 @@
+"""`needlepoint compare`: runs of one design side by side, each analysed alone, never pooled.
+
+Writes comparison.json, comparison.md and three figures into one folder. Like the analysis, the
+output depends only on the runs: no dates, durations or absolute paths (run folders are named
+relative to the comparison folder), so comparing the same runs again gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from needlepoint.compare.build import FIGURES, build_comparison
+from needlepoint.compare.record import ComparisonDocument, to_json
+from needlepoint.compare.runs import load_runs
+from needlepoint.compare.summary import comparison_markdown, run_name
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import write_bytes_atomic
+
+TABLES = ("runs", "failures", "scores", "accuracy")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison: its document, and the folder its files were written to."""
+
+    document: ComparisonDocument
+    out_dir: Path
+
+    def lines(self) -> list[str]:
+        """One line per run (decision, difference, interval), then where the files are."""
+        doc = self.document
+        out = [doc.label] if doc.label else []
+        for r in doc.runs:
+            value = "—" if r.difference is None else f"{r.difference:.4g}"
+            interval = "" if r.interval is None else f" [{r.interval[0]:.4g}, {r.interval[1]:.4g}]"
+            out.append(f"{run_name(r)} ({r.model}): {r.decision}; difference {value}{interval}")
+        out.append(f"not pooled, not ranked; each run analysed alone. Threshold {doc.threshold:g}.")
+        return out
+
+    def figures(self) -> dict[str, Path]:
+        """Figure name -> PNG path (empty when none were drawn)."""
+        return {k: self.out_dir / v for k, v in self.document.figures.items()}
+
+    def table(self, name: str) -> Any:
+        """One table as a pandas DataFrame, for notebooks: one of TABLES."""
+        import pandas as pd
+
+        if name not in TABLES:
+            raise KeyError(f"unknown table {name!r}; choose one of {TABLES}")
+        runs = self.document.runs
+        if name == "runs":
+            keep = ("model", "body_profile", "simulation", "complete_cases", "difference")
+            rows = [
+                {"run": r.run_dir}
+                | {k: getattr(r, k) for k in keep}
+                | {
+                    "low": r.interval[0] if r.interval else None,
+                    "high": r.interval[1] if r.interval else None,
+                    "decision": r.decision,
+                }
+                for r in runs
+            ]
+        elif name == "failures":
+            rows = [
+                {"run": r.run_dir} | r.protocol_failures | {"unexecuted": r.unexecuted}
+                for r in runs
+            ]
+        elif name == "scores":
+            rows = [
+                {"run": r.run_dir} | {f.name: getattr(s, f.name) for f in fields(s)}
+                for r in runs
+                for s in r.scores
+            ]
+        else:
+            rows = [
+                {"run": r.run_dir} | {f.name: getattr(c, f.name) for f in fields(c)}
+                for r in runs
+                for c in r.accuracy
+            ]
+        return pd.DataFrame(rows).fillna(0) if name == "failures" else pd.DataFrame(rows)
+
+
+def write_figures(doc: ComparisonDocument, out: Path) -> None:
+    """Draw the three comparison figures into ``out``."""
+    from needlepoint.compare import plots
+
+    plots.forest(doc, out / FIGURES["forest"])
+    plots.accuracy_panels(doc, out / FIGURES["accuracy"])
+    plots.failures(doc, out / FIGURES["failures"])
+
+
+def compare_runs(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    allow_simulated: bool = False,
+    figures: bool = True,
+) -> Comparison:
+    """Check and analyse each run alone, then write the comparison folder."""
+    out = Path(out_dir)
+    runs = load_runs(run_dirs, allow_simulated)
+    if out.exists() and not out.is_dir():
+        raise NeedlepointError(f"{out}: exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    doc = build_comparison(runs, out, figures)
+    if figures:
+        write_figures(doc, out)
+    write_bytes_atomic(out / "comparison.json", to_json(doc))
+    write_bytes_atomic(out / "comparison.md", comparison_markdown(doc).encode("utf-8"))
+    return Comparison(doc, out)

@@ -1,0 +1,141 @@
+"""comparison.json as frozen records: runs of one design, side by side, each analysed alone.
+
+Every number of a run is what `needlepoint analyze` gives for that run by itself; nothing here
+combines runs. ``to_json`` writes sorted, indented UTF-8 (the same comparison gives the same
+bytes); ``from_json`` refuses another format or version with one line. ``docs/schema.md``
+states every field, and a test checks that it lists exactly these.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from needlepoint.errors import NeedlepointError
+from needlepoint.schema import from_plain, to_plain
+
+COMPARISON_FORMAT = "needlepoint-comparison"
+COMPARISON_VERSION = 1
+MIXED_LABEL = (
+    "MIXED — simulated and live runs side by side; the simulated runs are not model results"
+)
+
+
+@dataclass(frozen=True)
+class ComparedCell:
+    """One similarity × length × condition cell of one run: strict and lenient correct / valid."""
+
+    similarity: str
+    length: int
+    condition: str
+    valid: int
+    correct: int
+    accuracy: float | None
+    lenient_correct: int
+    lenient_accuracy: float | None
+    not_valid: int
+
+
+@dataclass(frozen=True)
+class ScoreTotal:
+    """One run's strict and lenient totals where the answer is present (B, M, E) or absent (A)."""
+
+    group: str
+    valid: int
+    correct: int
+    accuracy: float | None
+    lenient_correct: int
+    lenient_accuracy: float | None
+    not_valid: int
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """One run, analysed alone by the preregistered analysis, with where it came from."""
+
+    run_dir: str
+    model: str
+    body_profile: str
+    design_fingerprint: str
+    protocol_fingerprint: str
+    protocol_version: int | None
+    journal_sha256: str | None
+    simulation: bool
+    label: str | None
+    decision: str
+    reason: str
+    difference: float | None
+    difference_exact: str | None
+    interval: tuple[float, ...] | None
+    complete_cases: int
+    planned_cases: int
+    protocol_failures: dict[str, int]
+    unexecuted: int
+    caveats: tuple[str, ...]
+    scores: tuple[ScoreTotal, ...]
+    accuracy: tuple[ComparedCell, ...]
+
+    def __post_init__(self) -> None:
+        if self.interval is not None and len(self.interval) != 2:
+            raise NeedlepointError(
+                f"field interval: expected [low, high], got {len(self.interval)} values"
+            )
+
+
+@dataclass(frozen=True)
+class ComparisonDocument:
+    """The whole comparison.json document, format ``needlepoint-comparison`` version 1."""
+
+    format: str
+    version: int
+    package_version: str
+    simulation: bool
+    label: str | None
+    design_fingerprint: str
+    protocol_id: str | None
+    threshold: float
+    confidence: float
+    runs: tuple[ComparedRun, ...]
+    figures: dict[str, str]
+
+    def to_json(self) -> bytes:
+        """The comparison.json bytes: sorted keys, two-space indent, UTF-8, final newline."""
+        return to_json(self)
+
+
+def to_json(doc: ComparisonDocument) -> bytes:
+    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same comparison."""
+    text = json.dumps(to_plain(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def from_json(data: bytes | str, where: str = "comparison.json") -> ComparisonDocument:
+    """Read comparison.json bytes, refusing another format or version and any malformed field."""
+    try:
+        value = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise NeedlepointError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(value, dict) or value.get("format") != COMPARISON_FORMAT:
+        found = value.get("format") if isinstance(value, dict) else None
+        raise NeedlepointError(f"{where}: format {found!r} is not {COMPARISON_FORMAT!r}")
+    if value.get("version") != COMPARISON_VERSION:
+        raise NeedlepointError(
+            f"{where}: {COMPARISON_FORMAT} version {value.get('version')!r} is not supported "
+            f"(this needlepoint reads version {COMPARISON_VERSION})"
+        )
+    try:
+        doc: ComparisonDocument = from_plain(ComparisonDocument, value, "")
+    except NeedlepointError as exc:
+        raise NeedlepointError(f"{where}: field {exc}") from None
+    return doc
+
+
+def read_comparison(path: str | Path) -> ComparisonDocument:
+    """Load a comparison.json file (``from_json`` with the file's name in every message)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    return from_json(data, str(p))
