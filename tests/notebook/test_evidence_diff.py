@@ -45,6 +45,13 @@ MUST_COMPARE = (
     "analysis/completeness.png",
     "analysis/forest_difference.png",
     "power/power_curve.png",
+    "compare/comparison/comparison.json",
+    "compare/comparison/comparison.md",
+    "compare/comparison/comparison_forest.png",
+    "compare/comparison/comparison_accuracy.png",
+    "compare/comparison/comparison_failures.png",
+    "compare/runs/sim-steady/journal.jsonl",
+    "compare/prepared/sim-steady/manifest.json",
 )
 
 
@@ -65,9 +72,9 @@ def test_the_reference_compares_every_data_file_and_skips_only_what_varies(copy:
     diff = diff_evidence(REFERENCE, copy)
     assert diff.ok, diff.lines()
     assert set(MUST_COMPARE) <= set(diff.compared)
-    # everything skipped is a notebook, its rendering, or the provenance record
+    # everything skipped is a notebook, its rendering, or a run's provenance record
     assert all(
-        rel.endswith((".ipynb", ".html", ".css", ".mjs")) or rel == "run/provenance.jsonl"
+        rel.endswith((".ipynb", ".html", ".css", ".mjs", "provenance.jsonl"))
         for rel in diff.not_compared
     ), diff.not_compared
     assert len(diff.compared) + len(diff.not_compared) == sum(

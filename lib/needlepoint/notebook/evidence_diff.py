@@ -31,6 +31,7 @@ NOT_COMPARED: dict[str, str] = {
     "notebook-*.mjs": "the renderings' shared scripts, named by their SHA-256",
     # provenance is the one run file that must differ: the wall-clock start and git commit
     "run/provenance.jsonl": "the run's wall-clock time and git commit",
+    "compare/runs/*/provenance.jsonl": "each compared run's wall-clock time and git commit",
 }
 
 

@@ -25,6 +25,7 @@ NOTEBOOKS = (
     "04-analysis",
     "05-power",
     "06-contamination",
+    "07-compare",
 )
 KERNEL = "needlepoint"
 
