@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint local
+.PHONY: setup run test lint local mutate
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -49,3 +49,8 @@ test: lint
 			--nbval --nbval-kernel-name needlepoint $$scratch && \
 		$(BIN)/needlepoint evidence-diff $(REFERENCE_EVIDENCE) $$scratch; \
 		rc=$$?; rm -rf $$scratch; exit $$rc
+
+# Mutation testing of the core (docs/mutation.md): minutes, not part of `make test`.
+# `make mutate MODULES=needlepoint.run.scoring` checks one module.
+mutate: $(STAMP)
+	$(BIN)/python tools/mutate.py $(MODULES)

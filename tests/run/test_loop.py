@@ -181,6 +181,7 @@ def test_key_never_written_even_when_echoed(reference_dir, tmp_path, server, cap
     ],
 )
 def test_refuses_to_start(reference_dir, tmp_path, server, change, message):
+    change = dict(change)  # the parameter is shared: popping from it would leak into a rerun
     allow = change.pop("allow", 1)
     with pytest.raises(NeedlepointError, match=message):
         live(reference_dir, tmp_path / "run", server, allow=allow, **change)
