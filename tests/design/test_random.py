@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from needlepoint.cli.selftest import java_vectors
@@ -24,7 +24,7 @@ def test_next_int_bound(e: dict) -> None:
     assert [r.nextInt(e["bound"]) for _ in e["values"]] == e["values"]
 
 
-@pytest.mark.parametrize("method", ["nextInt", "nextLong", "nextDouble"])
+@pytest.mark.parametrize("method", ["nextInt", "nextLong", "nextDouble", "nextBoolean"])
 def test_unbounded_streams(method: str) -> None:
     for e in VECTORS[method]:
         r = JavaRandom(e["seed"])
@@ -52,6 +52,7 @@ def test_bad_arguments() -> None:
         JavaRandom(1).next(33)
 
 
+@settings(derandomize=True, max_examples=100)
 @given(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1), st.integers(1, 1000))
 def test_next_int_in_range(seed: int, bound: int) -> None:
     r = JavaRandom(seed)

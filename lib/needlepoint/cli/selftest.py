@@ -37,7 +37,7 @@ def java_vector_checks() -> Iterator[tuple[str, bool]]:
         r = JavaRandom(e["seed"])
         got = [r.nextInt(e["bound"]) for _ in e["values"]]
         yield f"nextInt({e['bound']}) seed {e['seed']}", got == e["values"]
-    for method in ("nextInt", "nextLong", "nextDouble"):
+    for method in ("nextInt", "nextLong", "nextDouble", "nextBoolean"):
         for e in v[method]:
             r = JavaRandom(e["seed"])
             got = [getattr(r, method)() for _ in e["values"]]
