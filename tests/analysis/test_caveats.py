@@ -1,0 +1,187 @@
+"""Every caveat's trigger, at its edge, on small hand-built runs.
+
+A caveat says when the number means less than it seems: a simulation, a ceiling, a floor,
+protocol failures, a degenerate bootstrap, incomplete cases. Each test here builds the
+smallest run that sits exactly on one side of one trigger, and pins the sentence a reader
+gets, since the report prints it verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from needlepoint.analysis.inputs import AnalysisInput, Outcome
+from needlepoint.analysis.primary import primary
+from needlepoint.design.protocol import reference_protocol
+
+BANNER = "SIMULATION — not a model result: the outcomes come from a fake transport."
+CEILING = (
+    "Ceiling: every answer-present response in both similarity conditions is correct, so a "
+    "zero difference cannot tell no effect from a task too easy to show one{}."
+)
+FLOOR = (
+    "Floor: no response at an end position (B or E) is correct in either similarity "
+    "condition, so the middle loss cannot be positive and a zero difference proves nothing{}."
+)
+EXPLORATORY = " (exploratory: over all valid responses, as no case is complete)"
+
+Rule = Callable[[str, str, str], str]  # (case, similarity, condition) -> outcome spec
+
+
+def run(rule: Rule, cases: int = 3, simulation: bool = False) -> list[str]:
+    """Caveats of a run over ``cases`` cases at one length; ``rule`` gives each outcome."""
+    outcomes = []
+    seq = 0
+    for c in range(1, cases + 1):
+        for sim in ("low", "high"):
+            for cond in ("B", "M", "E", "A"):
+                seq += 1
+                status, _, kind = rule(f"S{c}", sim, cond).partition(":")
+                outcomes.append(
+                    Outcome(
+                        seq, 2 * c - (sim == "low"), c, f"S{c}", 60, sim, cond, "B-M-A-E",
+                        status, kind, None, None, None, None, None,
+                    )
+                )  # fmt: skip
+    protocol = reference_protocol()
+    inp = AnalysisInput(protocol, "f" * 64, tuple(outcomes), simulation, None, "test")
+    return list(primary(inp).caveats)
+
+
+def correct(case: str, sim: str, cond: str) -> str:
+    return "correct"
+
+
+def test_a_perfect_run_shows_a_ceiling_and_a_degenerate_bootstrap() -> None:
+    assert run(correct) == [
+        CEILING.format(""),
+        "Degenerate bootstrap: every complete case has the same difference (0), so the "
+        "interval has zero width; that reflects identical cases, not certainty.",
+    ]
+
+
+def test_the_simulation_banner_comes_first() -> None:
+    assert run(correct, simulation=True)[0] == BANNER
+    assert BANNER not in run(correct, simulation=False)
+
+
+def test_a_wrong_refusal_is_no_answer_present_so_the_ceiling_stays() -> None:
+    notes = run(lambda c, s, cond: "error:false_unknown" if cond == "A" else "correct")
+    assert CEILING.format("") in notes
+
+
+def test_one_wrong_end_answer_breaks_the_ceiling() -> None:
+    notes = run(
+        lambda c, s, cond: "error:bad_format" if (c, s, cond) == ("S2", "low", "E") else "correct"
+    )
+    assert not any(n.startswith("Ceiling") for n in notes)
+
+
+def test_an_incomplete_case_does_not_count_towards_the_ceiling() -> None:
+    # S3 is out (a failed A); its wrong B must not hide the ceiling of the complete cases.
+    def rule(c: str, s: str, cond: str) -> str:
+        if c == "S3":
+            return {"A": "protocol_failure:http_status", "B": "error:bad_format"}.get(
+                cond, "correct"
+            )
+        return "correct"
+
+    notes = run(rule)
+    assert notes[0] == CEILING.format("")
+    assert notes[-1] == (
+        "1 of 3 planned cases are incomplete and excluded; the interval covers the complete "
+        "cases only."
+    )
+
+
+def test_without_a_complete_case_the_ceiling_is_exploratory_and_ignores_failures() -> None:
+    notes = run(lambda c, s, cond: "protocol_failure:finish_reason" if cond == "M" else "correct")
+    assert notes[0] == CEILING.format(EXPLORATORY)
+    # The run is not evaluable, so no "incomplete cases" note: there is no interval to qualify.
+    assert not any("planned cases are incomplete" in n for n in notes)
+
+
+def test_a_ceiling_needs_both_similarities() -> None:
+    # Every high-similarity response failed: the perfect low answers alone show no ceiling.
+    notes = run(lambda c, s, cond: "protocol_failure:role" if s == "high" else "correct")
+    assert not any(n.startswith("Ceiling") for n in notes)
+
+
+def test_no_end_answer_correct_is_a_floor() -> None:
+    notes = run(lambda c, s, cond: "error:absent_code" if cond in "BE" else "correct")
+    assert notes[0] == FLOOR.format("")
+
+
+def test_one_correct_end_answer_lifts_the_floor() -> None:
+    def rule(c: str, s: str, cond: str) -> str:
+        if (c, s, cond) == ("S1", "high", "B"):
+            return "correct"
+        return "error:absent_code" if cond in "BE" else "correct"
+
+    assert not any(n.startswith("Floor") for n in run(rule))
+
+
+def test_without_a_complete_case_the_floor_is_exploratory() -> None:
+    rule = {"M": "protocol_failure:finish_reason", "A": "correct"}
+    notes = run(lambda c, s, cond: rule.get(cond, "error:bad_format"))
+    assert notes[0] == FLOOR.format(EXPLORATORY)
+
+
+def test_no_valid_end_answer_at_all_is_no_floor() -> None:
+    # B and E all failed, M answered wrong: nothing at an end position to judge a floor by.
+    rule = {"B": "protocol_failure:role", "E": "protocol_failure:role", "M": "error:bad_format"}
+    notes = run(lambda c, s, cond: rule.get(cond, "correct"))
+    assert not any(n.startswith(("Floor", "Ceiling")) for n in notes)
+
+
+def test_failures_are_counted_by_kind_over_executed_requests() -> None:
+    def rule(c: str, s: str, cond: str) -> str:
+        if c == "S1":
+            return {"B": "protocol_failure:http_status", "M": "unexecuted"}.get(cond, "correct")
+        if (c, s, cond) == ("S2", "high", "E"):
+            return "protocol_failure:indeterminate_timeout"
+        if (c, s, cond) == ("S2", "low", "E"):
+            return "protocol_failure:http_status"
+        return "correct"
+
+    notes = run(rule, cases=4)
+    assert (
+        "Failures: 4 of 30 executed requests are protocol failures (http_status 3, "
+        "indeterminate_timeout 1); they are listed with their reasons and never scored as wrong."
+    ) in notes
+    assert notes[-1].startswith("2 of 4 planned cases are incomplete")
+
+
+def test_no_failures_note_when_only_unexecuted() -> None:
+    notes = run(lambda c, s, cond: "unexecuted" if c == "S1" else "correct")
+    assert not any(n.startswith("Failures") for n in notes)
+
+
+def test_differing_cases_have_no_degenerate_note() -> None:
+    # S1 loses the middle under high similarity only: S1 = 1, S2 = S3 = 0.
+    def rule(c: str, s: str, cond: str) -> str:
+        return "error:near_distractor_code" if (c, s, cond) == ("S1", "high", "M") else "correct"
+
+    notes = run(rule)
+    assert not any(n.startswith(("Degenerate", "Ceiling")) for n in notes)
+
+
+def test_identical_nonzero_cases_give_a_degenerate_note_with_the_value() -> None:
+    notes = run(
+        lambda c, s, cond: "error:near_distractor_code" if (s, cond) == ("high", "M") else "correct"
+    )
+    assert notes == [
+        "Degenerate bootstrap: every complete case has the same difference (1), so the "
+        "interval has zero width; that reflects identical cases, not certainty."
+    ]
+
+
+@pytest.mark.parametrize(("broken", "note"), [(1, True), (2, False)])
+def test_the_incomplete_note_only_when_the_run_is_evaluable(broken: int, note: bool) -> None:
+    # Three cases, minimum two: one broken case leaves an evaluable run, two do not.
+    notes = run(
+        lambda c, s, cond: "unexecuted" if int(c[1:]) <= broken and cond == "A" else "correct"
+    )
+    assert any("planned cases are incomplete" in n for n in notes) == note
