@@ -168,11 +168,27 @@ def run_mutmut(patterns: list[str], workers: int) -> None:
                 )
         code = proc.wait()
     if code != 0:
-        tail = log_path.read_text("utf-8", "replace").replace("\r", "\n").strip().splitlines()[-15:]
-        print("\n".join(tail), file=sys.stderr)
-        log_name = log_path.relative_to(ROOT)
-        raise MutateError(f"mutmut run failed (exit {code}); its full log: {log_name}")
+        log_text = log_path.read_text("utf-8", "replace").replace("\r", "\n")
+        raise MutateError(f"{failure(log_text, code)}; full log: {log_path.relative_to(ROOT)}")
     say(f"mutmut finished in {_clock(time.monotonic() - start)}")
+
+
+# mutmut's own words for a run that stops before any mutant is judged, and what they mean.
+FAILURES = {
+    "failed to collect stats": "a test failed in mutmut's first run, before any mutant",
+    "Failed to run clean test": "a test failed in mutmut's clean run, with no mutant active",
+    "Unable to force test failures": "no test failed when mutmut forced every function to raise",
+    "Failed to collect list of tests": "pytest could not collect the tests",
+}
+
+
+def failure(log_text: str, code: int) -> str:
+    """One line for a failed mutmut run: which step stopped, and the first failing test."""
+    lines = log_text.splitlines()
+    step = next((m for key, m in FAILURES.items() if any(key in x for x in lines)), None)
+    failed = next((x.split(" - ")[0] for x in lines if x.startswith(("FAILED ", "ERROR "))), "")
+    what = step or f"mutmut run stopped (exit {code})"
+    return f"{what}: {failed[:200]}" if failed else what
 
 
 def _clock(seconds: float) -> str:
