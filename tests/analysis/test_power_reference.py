@@ -1,0 +1,221 @@
+"""The power simulation against plain loops, and the power grid's refusals and columns.
+
+``simulate_runs`` and ``decide_runs`` are vectorised for speed; the references below walk one
+run at a time in execution order, as the runner and the analysis would: count consecutive
+failures, stop after ``stop_after`` of them, call a case complete only when every one of its
+requests was sent and valid, then decide with the analysis's own ``decide``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from needlepoint.analysis.decision import NOT_EVALUABLE, SUPPORTED, decide
+from needlepoint.analysis.power import (
+    CONDITIONS,
+    POWER_COLUMNS,
+    PowerModel,
+    PowerStudy,
+    decide_runs,
+    design_index,
+    power_grid,
+    simulate_runs,
+)
+from needlepoint.analysis.record import AnalysisParameters
+from needlepoint.design import order
+from needlepoint.design.protocol import reference_protocol
+from needlepoint.errors import NeedlepointError
+
+FUZZ = settings(derandomize=True, max_examples=60, deadline=None)
+PROTOCOL = reference_protocol()
+
+
+def loop_runs(n_cases, accuracy, failure_rate, uniforms, stop_after):
+    """One run at a time, in execution order: what the runner sends and what comes back."""
+    _, slots = design_index(PROTOCOL, n_cases)
+    u_answer, u_fail = uniforms
+    numerators = np.zeros((u_answer.shape[0], n_cases), dtype=int)
+    complete = np.zeros((u_answer.shape[0], n_cases), dtype=bool)
+    for r in range(u_answer.shape[0]):
+        valid: dict[int, bool] = {}
+        correct: dict[tuple, int] = {}
+        streak, stopped = 0, False
+        for col, s in enumerate(slots):
+            failed = u_fail[r, col] < failure_rate
+            ok = not stopped and not failed
+            valid[s.case_index] = valid.get(s.case_index, True) and ok
+            correct[(s.case_index, s.length, s.similarity, s.condition)] = int(
+                u_answer[r, col] < accuracy[(s.similarity, s.condition)]
+            )
+            streak = streak + 1 if failed else 0
+            if stop_after > 0 and streak >= stop_after:
+                stopped = True
+        for case in range(n_cases):
+            complete[r, case] = valid[case]
+            for length in PROTOCOL["lengths"]:
+                loss = {}
+                for sim in ("low", "high"):
+                    c = {cond: correct[(case, length, sim, cond)] for cond in CONDITIONS}
+                    loss[sim] = c["B"] + c["E"] - 2 * c["M"]
+                numerators[r, case] += loss["high"] - loss["low"]
+    return numerators, complete
+
+
+@FUZZ
+@given(
+    n_cases=st.integers(1, 4),
+    failure_rate=st.sampled_from([0.0, 0.1, 0.3, 0.6, 1.0]),
+    stop_after=st.integers(0, 3),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_simulate_runs_matches_a_loop_in_execution_order(
+    n_cases: int, failure_rate: float, stop_after: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    acc = {(s, c): float(rng.random()) for s in ("low", "high") for c in CONDITIONS}
+    cols = len(design_index(PROTOCOL, n_cases)[1])
+    uniforms = (rng.random((5, cols)), rng.random((5, cols)))
+    got = simulate_runs(PROTOCOL, n_cases, acc, failure_rate, uniforms, stop_after)
+    want = loop_runs(n_cases, acc, failure_rate, uniforms, stop_after)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def params(**kw: object) -> AnalysisParameters:
+    base = dict(
+        threshold=0.1,
+        confidence=0.95,
+        min_complete_cases=2,
+        exact_bootstrap_max_cases=12,
+        bootstrap_resamples=400,
+        bootstrap_seed=5,
+    )
+    return AnalysisParameters(**{**base, **kw})  # type: ignore[arg-type]
+
+
+@FUZZ
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_cases=st.integers(1, 6),
+    minimum=st.integers(1, 3),
+    threshold=st.sampled_from([0.0, 0.1, 0.25]),
+    confidence=st.sampled_from([0.5, 0.8, 0.95]),
+    exact_max=st.integers(0, 6),
+    denominator=st.sampled_from([2, 4]),
+)
+def test_decide_runs_makes_the_analysis_decision_run_by_run(
+    seed: int,
+    n_cases: int,
+    minimum: int,
+    threshold: float,
+    confidence: float,
+    exact_max: int,
+    denominator: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    numerators = rng.integers(-2, 5, (12, n_cases))
+    complete = rng.random((12, n_cases)) < 0.8
+    p = params(
+        min_complete_cases=minimum,
+        threshold=threshold,
+        confidence=confidence,
+        exact_bootstrap_max_cases=exact_max,
+    )
+    supported, evaluable = decide_runs(numerators, complete, denominator, p)
+    for r in range(12):
+        out = decide([int(x) for x in numerators[r][complete[r]]], denominator, p)
+        assert supported[r] == (out.decision == SUPPORTED), r
+        assert evaluable[r] == (out.decision != NOT_EVALUABLE), r
+
+
+def test_monte_carlo_counts_are_drawn_once_per_case_count() -> None:
+    cache: dict = {}
+    numerators = np.full((3, 5), 4)
+    complete = np.ones((3, 5), dtype=bool)
+    complete[2, 4] = False
+    decide_runs(numerators, complete, 4, params(exact_bootstrap_max_cases=3), cache)
+    assert sorted(cache) == [("mc", 4), ("mc", 5)]
+    assert cache[("mc", 5)].shape == (400, 5) and cache[("mc", 5)].sum() == 400 * 5
+
+
+def test_the_model_defaults_and_its_refusals() -> None:
+    assert PowerModel() == PowerModel(0.95, 0.9, 0.95, 0.95, 0.0, None)
+    PowerModel(acc_b=0.0, acc_m=1.0, failure_rate=1.0, stop_after=7).check()
+    for name in ("acc_b", "acc_m", "acc_e", "acc_a", "failure_rate"):
+        for bad in (-0.01, 1.01):
+            with pytest.raises(NeedlepointError) as info:
+                PowerModel(**{name: bad}).check()
+            assert str(info.value) == f"power: {name} must lie in [0, 1], got {bad}"
+
+
+def test_the_study_defaults_and_tuples() -> None:
+    study = PowerStudy(cases=[4], effects=[0.1])
+    assert (study.cases, study.effects) == ((4,), (0.1,))
+    default = PowerStudy()
+    assert (default.cases, default.simulations, default.seed) == ((8, 16, 32), 1000, 20260930)
+    assert default.effects == tuple(round(0.05 * i, 2) for i in range(13))
+
+
+@pytest.mark.parametrize(
+    ("model", "study", "message"),
+    [
+        (
+            PowerModel(acc_m=0.5),
+            PowerStudy(effects=(0.6,)),
+            "added middle losses must lie in [0, acc_m=0.5]",
+        ),
+        (
+            PowerModel(),
+            PowerStudy(effects=(-0.05,)),
+            "added middle losses must lie in [0, acc_m=0.9]",
+        ),
+        (PowerModel(), PowerStudy(simulations=0), "simulations and cases must be positive"),
+        (PowerModel(), PowerStudy(cases=(8, 0)), "simulations and cases must be positive"),
+        (PowerModel(acc_a=2.0), PowerStudy(), "acc_a must lie in [0, 1], got 2.0"),
+    ],
+)
+def test_power_grid_refuses_impossible_studies(model, study, message: str) -> None:
+    with pytest.raises(NeedlepointError) as info:
+        power_grid(model, study)
+    assert str(info.value) == f"power: {message}"
+
+
+def test_the_largest_effect_is_the_whole_middle_accuracy() -> None:
+    model = PowerModel(acc_b=1.0, acc_m=0.5, acc_e=1.0, acc_a=1.0)
+    table = power_grid(model, PowerStudy(cases=(4,), effects=(0.5,), simulations=20))
+    assert list(table.columns) == list(POWER_COLUMNS)
+    row = table.iloc[0]
+    assert (row["cases"], row["effect"], row["simulations"]) == (4, 0.5, 20)
+    assert (row["not_evaluable"], row["mean_complete_cases"]) == (0.0, 4.0)
+
+
+def test_the_stop_rule_defaults_to_the_protocol_and_can_be_overridden() -> None:
+    study = PowerStudy(cases=(8,), effects=(0.3,), simulations=150, seed=11)
+    flaky = PowerModel(failure_rate=0.15)
+    default = power_grid(flaky, study)
+    same = power_grid(PowerModel(failure_rate=0.15, stop_after=2), study)
+    pd.testing.assert_frame_equal(default, same)  # the reference protocol stops after 2
+    never = power_grid(PowerModel(failure_rate=0.15, stop_after=0), study)
+    assert never["mean_complete_cases"].item() > default["mean_complete_cases"].item()
+    other = dict(PROTOCOL, runner={**PROTOCOL["runner"], "max_consecutive_failures": 0})
+    pd.testing.assert_frame_equal(power_grid(flaky, study, other), never)
+
+
+def test_the_grid_seed_and_case_count_both_seed_the_draws() -> None:
+    model = PowerModel(failure_rate=0.1)
+    a = power_grid(model, PowerStudy(cases=(6,), effects=(0.2,), simulations=80, seed=1))
+    b = power_grid(model, PowerStudy(cases=(6,), effects=(0.2,), simulations=80, seed=2))
+    assert not a.equals(b)
+    both = power_grid(model, PowerStudy(cases=(6, 7), effects=(0.2,), simulations=80, seed=1))
+    pd.testing.assert_frame_equal(both.iloc[:1], a)
+
+
+def test_an_execution_plan_that_misses_a_cell_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = order.execution_plan
+    monkeypatch.setattr(order, "execution_plan", lambda p: real(p)[:-1])
+    with pytest.raises(NeedlepointError) as info:
+        design_index(PROTOCOL, 2)
+    assert str(info.value) == "power: the execution plan does not cover every cell"
