@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutation_report import (  # a sibling module of this script, not a package
+    UNCHECKED,
     MutateError,
     Outcome,
     load_register,
@@ -213,7 +214,9 @@ def read_outcomes(patterns: list[str]) -> list[Outcome]:
             if patterns and not any(fnmatch.fnmatch(key, p) for p in patterns):
                 continue
             status = status_by_exit_code[code]
-            diff = get_diff_for_mutant(key, path=source) if status != "killed" else ""
+            # Only a mutant the tests missed is shown, or matched against the register.
+            shown = status not in ("killed", *UNCHECKED)
+            diff = get_diff_for_mutant(key, path=source) if shown else ""
             outcomes.append(Outcome.of(key, status, diff))
     return outcomes
 

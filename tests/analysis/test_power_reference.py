@@ -82,6 +82,19 @@ def test_simulate_runs_matches_a_loop_in_execution_order(
     got = simulate_runs(PROTOCOL, n_cases, acc, failure_rate, uniforms, stop_after)
     want = loop_runs(n_cases, acc, failure_rate, uniforms, stop_after)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert got[0].dtype.kind == "i" and got[1].dtype == bool  # integer numerators, as documented
+
+
+def test_a_draw_equal_to_the_probability_is_not_the_event() -> None:
+    # P(u < p) = p for u uniform on [0, 1): correct only below p, failed only below the rate.
+    cols = len(design_index(PROTOCOL, 1)[1])
+    half = np.full((1, cols), 0.5)
+    acc = {(s, c): 0.5 for s in ("low", "high") for c in CONDITIONS}
+    nums, complete = simulate_runs(PROTOCOL, 1, acc, 0.5, (half, half), stop_after=0)
+    assert complete.all() and nums.tolist() == [[0]]
+    acc[("high", "B")] = 0.75  # now high-similarity B is right at both lengths: +1 each
+    nums, _ = simulate_runs(PROTOCOL, 1, acc, 0.5, (half, half), stop_after=0)
+    assert nums.tolist() == [[2]]
 
 
 def params(**kw: object) -> AnalysisParameters:
@@ -125,6 +138,7 @@ def test_decide_runs_makes_the_analysis_decision_run_by_run(
         exact_bootstrap_max_cases=exact_max,
     )
     supported, evaluable = decide_runs(numerators, complete, denominator, p)
+    assert supported.dtype == bool and evaluable.dtype == bool
     for r in range(12):
         out = decide([int(x) for x in numerators[r][complete[r]]], denominator, p)
         assert supported[r] == (out.decision == SUPPORTED), r
@@ -137,8 +151,24 @@ def test_monte_carlo_counts_are_drawn_once_per_case_count() -> None:
     complete = np.ones((3, 5), dtype=bool)
     complete[2, 4] = False
     decide_runs(numerators, complete, 4, params(exact_bootstrap_max_cases=3), cache)
-    assert sorted(cache) == [("mc", 4), ("mc", 5)]
-    assert cache[("mc", 5)].shape == (400, 5) and cache[("mc", 5)].sum() == 400 * 5
+    shapes = sorted(v.shape for v in cache.values())
+    assert shapes == [(400, 4), (400, 5)]
+    # Each resample draws every case count times: each row sums to the number of cases.
+    assert all((v.sum(axis=1) == v.shape[1]).all() for v in cache.values())
+
+
+def test_monte_carlo_keeps_the_complete_cases_in_case_order() -> None:
+    # The analysis resamples the complete cases in case order, so the vectorised decision must
+    # pack them in that order too; 40 cases are enough for an unstable sort to reorder them.
+    rng = np.random.default_rng(8)
+    numerators = rng.integers(-3, 6, (30, 40))
+    complete = rng.random((30, 40)) < 0.7
+    p = params(exact_bootstrap_max_cases=12, bootstrap_resamples=300)
+    supported, _ = decide_runs(numerators, complete, 4, p)
+    for r in range(30):
+        out = decide([int(x) for x in numerators[r][complete[r]]], 4, p)
+        assert supported[r] == (out.decision == SUPPORTED), r
+    assert supported.any() and not supported.all()
 
 
 def test_the_model_defaults_and_its_refusals() -> None:
@@ -181,6 +211,61 @@ def test_power_grid_refuses_impossible_studies(model, study, message: str) -> No
     with pytest.raises(NeedlepointError) as info:
         power_grid(model, study)
     assert str(info.value) == f"power: {message}"
+
+
+def loop_power(model: PowerModel, study: PowerStudy) -> pd.DataFrame:
+    """The power table one simulated run at a time, each decided by the analysis's decide."""
+    p = AnalysisParameters.of(PROTOCOL)
+    stop = model.stop_after
+    if stop is None:
+        stop = PROTOCOL["runner"]["max_consecutive_failures"]
+    rows = []
+    for n in study.cases:
+        cols = len(design_index(PROTOCOL, n)[1])
+        rng = np.random.default_rng([study.seed, n])
+        uniforms = (rng.random((study.simulations, cols)), rng.random((study.simulations, cols)))
+        for effect in study.effects:
+            by_condition = {"B": model.acc_b, "M": model.acc_m, "E": model.acc_e, "A": model.acc_a}
+            acc = {(s, c): by_condition[c] for s in ("low", "high") for c in CONDITIONS}
+            acc[("high", "M")] = model.acc_m - effect
+            nums, complete = loop_runs(n, acc, model.failure_rate, uniforms, stop)
+            outs = [
+                decide([int(x) for x in nums[r][complete[r]]], 2 * len(PROTOCOL["lengths"]), p)
+                for r in range(study.simulations)
+            ]
+            rows.append(
+                {
+                    "cases": n,
+                    "effect": effect,
+                    "power": float(np.mean([o.decision == SUPPORTED for o in outs])),
+                    "not_evaluable": float(np.mean([o.decision == NOT_EVALUABLE for o in outs])),
+                    "mean_complete_cases": float(complete.sum(axis=1).mean()),
+                    "simulations": study.simulations,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_power_grid_matches_deciding_each_run_with_the_analysis() -> None:
+    model = PowerModel(acc_b=0.9, acc_m=0.8, acc_e=0.9, acc_a=0.9, failure_rate=0.02)
+    study = PowerStudy(cases=(3, 5), effects=(0.0, 0.2, 0.4), simulations=40, seed=17)
+    got = power_grid(model, study)
+    want = loop_power(model, study)
+    pd.testing.assert_frame_equal(got, want)
+    assert got["power"].max() > 0 and got["not_evaluable"].max() > 0
+
+
+def test_the_smallest_study_runs() -> None:
+    table = power_grid(PowerModel(), PowerStudy(cases=(1,), effects=(0.0,), simulations=1))
+    assert table.shape == (1, len(POWER_COLUMNS)) and table["not_evaluable"].item() == 1.0
+
+
+def test_defaults_are_the_default_model_and_study() -> None:
+    # Refused before anything is simulated, so the defaults cost nothing to check.
+    with pytest.raises(NeedlepointError, match=r"^power: acc_b must lie in \[0, 1\], got 2.0$"):
+        power_grid(PowerModel(acc_b=2.0))
+    with pytest.raises(NeedlepointError, match=r"acc_m=0\.9\]$"):
+        power_grid(None, PowerStudy(effects=(0.95,)))
 
 
 def test_the_largest_effect_is_the_whole_middle_accuracy() -> None:
