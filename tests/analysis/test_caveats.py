@@ -72,10 +72,10 @@ def test_a_wrong_refusal_is_no_answer_present_so_the_ceiling_stays() -> None:
     assert CEILING.format("") in notes
 
 
-def test_one_wrong_end_answer_breaks_the_ceiling() -> None:
-    notes = run(
-        lambda c, s, cond: "error:bad_format" if (c, s, cond) == ("S2", "low", "E") else "correct"
-    )
+@pytest.mark.parametrize("position", ["B", "M", "E"])
+def test_one_wrong_answer_at_any_position_breaks_the_ceiling(position: str) -> None:
+    wrong = ("S2", "low", position)
+    notes = run(lambda c, s, cond: "error:bad_format" if (c, s, cond) == wrong else "correct")
     assert not any(n.startswith("Ceiling") for n in notes)
 
 
@@ -114,9 +114,10 @@ def test_no_end_answer_correct_is_a_floor() -> None:
     assert notes[0] == FLOOR.format("")
 
 
-def test_one_correct_end_answer_lifts_the_floor() -> None:
+@pytest.mark.parametrize("position", ["B", "E"])
+def test_one_correct_end_answer_lifts_the_floor(position: str) -> None:
     def rule(c: str, s: str, cond: str) -> str:
-        if (c, s, cond) == ("S1", "high", "B"):
+        if (c, s, cond) == ("S1", "high", position):
             return "correct"
         return "error:absent_code" if cond in "BE" else "correct"
 

@@ -1,0 +1,94 @@
+"""Outcome records on disk: every field of both kinds, and bodies that are not UTF-8.
+
+An outcome line is part of the journal's format (version 1): a recovered or interrupted attempt
+must carry exactly the fields of an ordinary outcome, and a body that is not UTF-8 must come
+back byte for byte from its base64 text, or the run audit would re-score something else.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from needlepoint.run.journal_records import (
+    decode_body,
+    encode_body,
+    interrupted_fields,
+    outcome_fields,
+)
+from needlepoint.run.scoring import classify
+from needlepoint.run.transport import Exchange
+
+
+def exchange(body: bytes | None) -> Exchange:
+    return Exchange(200, body, None, "", 0.1234567, False, {"x-id": "1"})
+
+
+def test_an_interrupted_outcome_has_every_field_of_an_ordinary_one() -> None:
+    c = classify(http_status=None, transport_error="interrupted", body=None, answer={}, model="")
+    assert interrupted_fields(7, "2026-01-01T00:00:00Z", "killed mid-request", True) == {
+        "seq": 7,
+        "time": "2026-01-01T00:00:00Z",
+        "http_status": None,
+        "error": "interrupted",
+        "error_detail": "killed mid-request",
+        "body": None,
+        "body_encoding": None,
+        "body_truncated": False,
+        "headers": {},
+        "latency_s": None,
+        "usage": None,
+        "cost": None,
+        "recovered": True,
+        "classification": {
+            "status": "protocol_failure",
+            "kind": "indeterminate_interrupted",
+            "response_text": "",
+        },
+    }
+    assert c.kind == "indeterminate_interrupted"
+    ordinary = outcome_fields(7, "t", exchange(b"{}"), c, None, None)
+    assert set(ordinary) == set(interrupted_fields(7, "t", "d", False))
+    assert interrupted_fields(7, "t", "d", False)["recovered"] is False
+
+
+def test_an_ordinary_outcome_records_the_exchange() -> None:
+    c = classify(http_status=200, transport_error=None, body=b"{}", answer={}, model="m")
+    fields = outcome_fields(3, "t", exchange(b"{}"), c, 0.5, {"prompt_tokens": 1})
+    assert fields == {
+        "seq": 3,
+        "time": "t",
+        "http_status": 200,
+        "error": None,
+        "error_detail": "",
+        "body": "{}",
+        "body_encoding": "utf-8",
+        "body_truncated": False,
+        "headers": {"x-id": "1"},
+        "latency_s": 0.123457,
+        "usage": {"prompt_tokens": 1},
+        "cost": 0.5,
+        "recovered": False,
+        "classification": {"status": "protocol_failure", "kind": "no_choices", "response_text": ""},
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "text", "encoding"),
+    [
+        (None, None, None),
+        (b"", "", "utf-8"),
+        ('{"a":"é"}'.encode(), '{"a":"é"}', "utf-8"),
+        (b"\xff\xfe\x00x", "//4AeA==", "base64"),
+        (b"caf\xe9", "Y2Fm6Q==", "base64"),
+    ],
+)
+def test_bodies_round_trip_through_the_journal(
+    body: bytes | None, text: str | None, encoding: str | None
+) -> None:
+    assert encode_body(body) == (text, encoding)
+    assert decode_body({"body": text, "body_encoding": encoding}) == body
+
+
+def test_a_record_without_an_encoding_is_read_as_utf8() -> None:
+    assert decode_body({"body": "é"}) == "é".encode()
+    assert decode_body({"body_encoding": "base64"}) is None
