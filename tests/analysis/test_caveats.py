@@ -9,12 +9,20 @@ gets, since the report prints it verbatim.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import MISSING, fields
 
 import pytest
 
 from needlepoint.analysis.inputs import AnalysisInput, Outcome
 from needlepoint.analysis.primary import primary
 from needlepoint.design.protocol import reference_protocol
+
+
+def outcome(**given: object) -> Outcome:
+    """An Outcome with the given fields; every other required field (the numbers) unknown."""
+    unknown = {f.name: None for f in fields(Outcome) if f.default is MISSING}
+    return Outcome(**{**unknown, **given})  # type: ignore[arg-type]
+
 
 BANNER = "SIMULATION — not a model result: the outcomes come from a fake transport."
 CEILING = (
@@ -40,9 +48,9 @@ def run(rule: Rule, cases: int = 3, simulation: bool = False) -> list[str]:
                 seq += 1
                 status, _, kind = rule(f"S{c}", sim, cond).partition(":")
                 outcomes.append(
-                    Outcome(
-                        seq, 2 * c - (sim == "low"), c, f"S{c}", 60, sim, cond, "B-M-A-E",
-                        status, kind, None, None, None, None, None,
+                    outcome(
+                        seq=seq, block=2 * c - (sim == "low"), pair=c, case=f"S{c}", length=60,
+                        similarity=sim, condition=cond, order="B-M-A-E", status=status, kind=kind,
                     )
                 )  # fmt: skip
     protocol = reference_protocol()

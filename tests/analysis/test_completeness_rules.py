@@ -7,9 +7,17 @@ whose outcomes lack a similarity block altogether.
 
 from __future__ import annotations
 
+from dataclasses import MISSING, fields
+
 from needlepoint.analysis.inputs import AnalysisInput, Outcome
 from needlepoint.analysis.primary import natural_key, primary
 from needlepoint.design.protocol import reference_protocol
+
+
+def outcome(**given: object) -> Outcome:
+    """An Outcome with the given fields; every other required field (the numbers) unknown."""
+    unknown = {f.name: None for f in fields(Outcome) if f.default is MISSING}
+    return Outcome(**{**unknown, **given})  # type: ignore[arg-type]
 
 
 def outcomes(cases: int, rule=lambda c, n, s, cond: "correct", sims=("low", "high")) -> tuple:
@@ -21,10 +29,10 @@ def outcomes(cases: int, rule=lambda c, n, s, cond: "correct", sims=("low", "hig
                     seq += 1
                     status, _, kind = rule(f"S{c}", length, sim, cond).partition(":")
                     rows.append(
-                        Outcome(
-                            seq, seq, seq, f"S{c}", length, sim, cond, "B-M-A-E",
-                            status, kind, None, None, None, None, None,
-                        )
+                        outcome(
+                        seq=seq, block=seq, pair=seq, case=f"S{c}", length=length,
+                        similarity=sim, condition=cond, order="B-M-A-E", status=status, kind=kind,
+                    )
                     )  # fmt: skip
     return tuple(rows)
 

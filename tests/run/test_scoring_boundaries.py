@@ -61,7 +61,12 @@ def cls(body: bytes | None, answer: dict = KEY, **kw: object) -> Classification:
         # No string content: nothing to keep, and the text is empty rather than a placeholder.
         (reply(None), "content_missing", ""),
         (reply(["OM-3642"]), "content_not_string", ""),
-        (reply(None, finish_reason="length"), "finish_reason", ""),
+        # Cut by the budget before any answer (no content, or blanks only): its own kind.
+        (reply(None, finish_reason="length"), "length_empty", ""),
+        (reply(" \n", finish_reason="length"), "length_empty", " \n"),
+        (reply("<think>a", finish_reason="length"), "length_empty", ""),
+        (reply(7, finish_reason="length"), "finish_reason", ""),
+        (reply("OM-", finish_reason="length"), "finish_reason", "OM-"),
         (reply(7, finish_reason=None), "finish_reason", ""),
         # A message that is not an object reads as an empty one: its role is missing.
         ({"model": "m", "choices": [{"finish_reason": "stop", "message": "OM-3642"}]}, "role", ""),
