@@ -158,6 +158,7 @@ def test_grouped_sums_give_the_same_distribution_as_exact_sums(values: list[int]
     s1, w1, t1 = exact_sums(np.array(values, dtype=float))
     s2, w2, t2 = grouped_sums(np.array(values, dtype=float))
     assert collapse(s1, w1) == collapse(s2, w2) == dict(ordered_sums(values))
+    assert w1.dtype == w2.dtype == np.int64  # exact integer multiplicities, never floats
     assert t1 == t2 == len(values) ** len(values)
 
 
@@ -172,7 +173,10 @@ def test_grouped_sums_give_the_same_distribution_as_exact_sums(values: list[int]
 def test_integer_sum_weights_match_brute_force(rows: list[list[int]]) -> None:
     lowest, weights = integer_sum_weights(np.array(rows))
     n = len(rows[0])
-    assert lowest == min(map(min, rows)) * n
+    low, high = min(map(min, rows)), max(map(max, rows))
+    assert lowest == low * n
+    # One column per possible sum from n * low to n * high, as exact integers.
+    assert weights.shape == (len(rows), n * (high - low) + 1) and weights.dtype == np.int64
     for row, w in zip(rows, weights, strict=True):
         counts = ordered_sums(row)
         assert {lowest + j: int(c) for j, c in enumerate(w) if c} == dict(counts)

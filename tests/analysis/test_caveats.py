@@ -111,6 +111,13 @@ def test_without_a_complete_case_the_ceiling_is_exploratory_and_ignores_failures
     assert not any("planned cases are incomplete" in n for n in notes)
 
 
+def test_without_a_complete_case_a_wrong_middle_still_breaks_the_ceiling() -> None:
+    # Every A failed, so nothing is complete; the valid B, M and E answers decide, M included.
+    rule = {"A": "protocol_failure:http_status", "M": "error:near_distractor_code"}
+    notes = run(lambda c, s, cond: rule.get(cond, "correct"))
+    assert not any(n.startswith(("Ceiling", "Floor")) for n in notes)
+
+
 def test_a_ceiling_needs_both_similarities() -> None:
     # Every high-similarity response failed: the perfect low answers alone show no ceiling.
     notes = run(lambda c, s, cond: "protocol_failure:role" if s == "high" else "correct")
