@@ -21,6 +21,7 @@ import fnmatch
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "build" / "mutation"
 REGISTER = ROOT / "tests" / "mutation_equivalents.toml"
 MAX_WORKERS = 2  # the machine is shared: never more
+MEMORY_LIMIT = 4 << 30  # bytes of address space per process (a worker needs about 1.1 GiB)
 # mutmut's progress line, e.g. "120/1563  🎉 100 🫥 2  ⏰ 0  🤔 0  🙁 18  🔇 0  🧙 0"
 PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
 PHASES = (
@@ -141,7 +143,9 @@ def run_mutmut(patterns: list[str], workers: int) -> None:
     exe = Path(sys.executable).with_name("mutmut")
     if not exe.exists():
         raise MutateError(f"mutmut is not installed beside {sys.executable}: run make setup")
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    # One BLAS thread per worker: two workers on a shared 2-core machine are enough.
+    threads = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", **threads)
     env.pop("MUTANT_UNDER_TEST", None)
     log_path = STAGE / "mutmut.log"
     cmd = [str(exe), "run", "--max-children", str(workers), *patterns]
@@ -149,7 +153,12 @@ def run_mutmut(patterns: list[str], workers: int) -> None:
     phase, buffer = "", ""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            cmd, cwd=STAGE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            cmd,
+            cwd=STAGE,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_limit_memory,
         )
         assert proc.stdout is not None
         while chunk := os.read(proc.stdout.fileno(), 65536):
@@ -190,6 +199,15 @@ def failure(log_text: str, code: int) -> str:
     failed = next((x.split(" - ")[0] for x in lines if x.startswith(("FAILED ", "ERROR "))), "")
     what = step or f"mutmut run stopped (exit {code})"
     return f"{what}: {failed[:200]}" if failed else what
+
+
+def _limit_memory() -> None:
+    """Cap mutmut and every worker it forks at MEMORY_LIMIT of address space.
+
+    A mutant can turn a bounded loop into an unbounded allocation; on a shared machine it must
+    fail with MemoryError (its tests fail: the mutant is killed), not take the machine down.
+    """
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
 def _clock(seconds: float) -> str:
