@@ -17,6 +17,8 @@ A PATTERN is a core module (``needlepoint.run.scoring``) or a mutmut glob
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import fnmatch
 import json
 import os
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,6 +44,7 @@ from mutation_report import (  # a sibling module of this script, not a package
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "build" / "mutation"
+LOCK = ROOT / "build" / "mutation.lock"
 REGISTER = ROOT / "tests" / "mutation_equivalents.toml"
 MAX_WORKERS = 2  # the machine is shared: never more
 MEMORY_LIMIT = 4 << 30  # bytes of address space per process (a worker needs about 1.1 GiB)
@@ -201,6 +205,18 @@ def failure(log_text: str, code: int) -> str:
     return f"{what}: {failed[:200]}" if failed else what
 
 
+@contextlib.contextmanager
+def _lock() -> Iterator[None]:
+    """One run per checkout: a second would rebuild build/mutation under the first."""
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise MutateError("another make mutate is running in this checkout") from None
+        yield
+
+
 def _limit_memory() -> None:
     """Cap mutmut and every worker it forks at MEMORY_LIMIT of address space.
 
@@ -252,14 +268,18 @@ def main(argv: list[str] | None = None) -> int:
         table = mutmut_config()
         patterns = patterns_for(args.patterns, core_modules(table))
         register = load_register(REGISTER)
-        if not args.report:
-            say(f"staging the project in {STAGE.relative_to(ROOT)}")
-            stage(table, keep=args.keep)
-            run_mutmut(patterns, args.workers)
-        result = score(read_outcomes(patterns), register)
+        with _lock():
+            if not args.report:
+                say(f"staging the project in {STAGE.relative_to(ROOT)}")
+                stage(table, keep=args.keep)
+                run_mutmut(patterns, args.workers)
+            result = score(read_outcomes(patterns), register)
     except MutateError as exc:
         say(str(exc))
         return 2
+    except KeyboardInterrupt:
+        say("interrupted; --report shows what was checked, --keep resumes")
+        return 130
     print(render(result, REGISTER.relative_to(ROOT).as_posix()))
     return 0 if result.complete else 1
 

@@ -218,3 +218,14 @@ def test_bad_workers_and_unknown_modules_exit_2_in_one_line(
     assert capsys.readouterr().err == "mutate: --workers must be 1 or 2: the machine is shared\n"
     assert mutate.main(["needlepoint.nope", "--report"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_second_run_in_the_same_checkout_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mutate, "LOCK", tmp_path / "build" / "mutation.lock")
+    busy = pytest.raises(MutateError, match="another make mutate is running")
+    with mutate._lock(), busy, mutate._lock():
+        pass
+    with mutate._lock():  # released again
+        pass
