@@ -17,3 +17,24 @@ def test_self_test_runs_as_a_module() -> None:
     last = out.stdout.strip().splitlines()[-1]
     ran, passed = int(last.split()[1]), int(last.split()[4])
     assert ran == passed and ran > 200
+
+
+def test_profile_checks_pass_and_notice_a_changed_rule(monkeypatch) -> None:
+    from needlepoint.cli import selftest
+    from needlepoint.run import scoring
+
+    checks = dict(selftest.profile_checks())
+    assert len(checks) == 10 and all(checks.values()), checks
+    # Scoring the reasoning too (no think split) must fail the think-block check.
+    monkeypatch.setattr(scoring, "answer_of", _answer_without_think_split)
+    changed = dict(selftest.profile_checks())
+    assert not changed["a leading think block is not scored"]
+    assert not changed["length with only reasoning is length_empty"]
+
+
+def _answer_without_think_split(choice, completion):
+    from needlepoint.run.answers import Answer
+
+    message = choice.get("message") or {}
+    content = choice.get("text") if completion else message.get("content")
+    return Answer(choice.get("finish_reason"), message.get("role"), content, content, "")

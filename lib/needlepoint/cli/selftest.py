@@ -19,6 +19,7 @@ CHECK_PROVIDERS = (
     "needlepoint.cli.selftest:java_vector_checks",
     "needlepoint.cli.selftest:reference_set_checks",
     "needlepoint.run.scoring:scoring_selftest_checks",
+    "needlepoint.cli.selftest:profile_checks",
 )
 
 
@@ -63,6 +64,86 @@ def reference_set_checks() -> Iterator[tuple[str, bool]]:
         yield "prepared folder verifies", verify_prepared(folder).ok
         for check in audit_prepared(folder).checks:
             yield f"audit {check.name} ({check.count} items)", check.ok and check.count > 0
+
+
+def _reply(choice: dict[str, Any], model: str = "m") -> bytes:
+    return json.dumps({"model": model, "choices": [choice]}).encode()
+
+
+def profile_checks() -> Iterator[tuple[str, bool]]:
+    """Body profiles: each one's request shape, and where its answer is read and scored.
+
+    Why: a model variant keeps the design's scoring only if every profile reads the same final
+    text by the same rules; reasoning text must never reach the score.
+    """
+    from needlepoint.design.profiles import build_body, convert
+    from needlepoint.run.scoring import classify
+
+    base = {"model": "m", "temperature": 0, "max_tokens": 16}
+    chat = build_body(base, "S", "U")
+    yield (
+        "chat body: temperature and max_tokens",
+        (chat.get("temperature"), chat.get("max_tokens")) == (0, 16),
+    )
+    reasoning = build_body({**convert(base, "reasoning"), "model": "m"}, "S", "U")
+    yield (
+        "reasoning body: max_completion_tokens, no temperature",
+        reasoning.get("max_completion_tokens") == 16
+        and "temperature" not in reasoning
+        and "max_tokens" not in reasoning,
+    )
+    completion = build_body({**convert(base, "completion"), "model": "m"}, "S", "U")
+    yield (
+        "completion body: one prompt from system and user text, frozen stop",
+        isinstance(completion.get("prompt"), str)
+        and completion["prompt"].startswith("S")
+        and "U" in completion["prompt"]
+        and "messages" not in completion
+        and bool(completion.get("stop")),
+    )
+    key = {"expected": "OM-3642", "near_codes": [], "codes_present": ["OM-3642"]}
+
+    def kind(choice: dict[str, Any], profile: str = "chat") -> str:
+        c = classify(
+            http_status=200,
+            transport_error=None,
+            body=_reply(choice),
+            answer=key,
+            model="m",
+            profile=profile,
+        )
+        return c.kind or c.status
+
+    msg = {"role": "assistant", "content": "OM-3642"}
+    yield "chat content scored", kind({"finish_reason": "stop", "message": msg}) == "correct"
+    yield (
+        "completion text scored",
+        kind({"finish_reason": "stop", "text": " OM-3642"}, "completion") == "correct",
+    )
+    yield (
+        "completion ignores a chat message",
+        kind({"finish_reason": "stop", "message": msg}, "completion") != "correct",
+    )
+    think = {"role": "assistant", "content": "<think>ZZ-9999?</think>\nOM-3642"}
+    yield (
+        "a leading think block is not scored",
+        kind({"finish_reason": "stop", "message": think}) == "correct",
+    )
+    hidden = {**msg, "reasoning_content": "the answer might be ZZ-9999"}
+    yield (
+        "reasoning_content is not scored",
+        kind({"finish_reason": "stop", "message": hidden}) == "correct",
+    )
+    cut = {"role": "assistant", "content": "<think>still thinking"}
+    yield (
+        "length with only reasoning is length_empty",
+        kind({"finish_reason": "length", "message": cut}) == "length_empty",
+    )
+    partial = {"role": "assistant", "content": "OM-36"}
+    yield (
+        "length with an answer is finish_reason",
+        kind({"finish_reason": "length", "message": partial}) == "finish_reason",
+    )
 
 
 def run_checks() -> list[tuple[str, bool]]:
