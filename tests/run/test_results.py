@@ -30,7 +30,7 @@ def faulty_run(reference_dir, tmp_path_factory):
     run = tmp_path_factory.mktemp("faulty") / "run"
     rates = {"input_rate": 0.5, "output_rate": 1.5}
     run_protocol(
-        reference_dir, run, RunOptions(allow=40, simulate="faulty", progress="off", **rates)
+        reference_dir, run, RunOptions(allow=44, simulate="faulty", progress="off", **rates)
     )
     return run
 
@@ -170,11 +170,11 @@ def test_rechained_send_after_a_stop_rule_is_caught(run, capsys):
     rs = records(run)
     stop = next(i for i, r in enumerate(rs) if r["type"] == "stop")
     last_outcome = rs[stop - 1]
-    extra_attempt = {**rs[stop - 2], "seq": 41, "time": last_outcome["time"], "gap_s": 20.0}
+    extra_attempt = {**rs[stop - 2], "seq": 43, "time": last_outcome["time"], "gap_s": 20.0}
     from needlepoint.design.prepared import load_prepared
 
     prepared = load_prepared(run / json.loads((run / "run.json").read_text())["prepared_dir"])
-    extra_attempt["request_sha256"] = prepared.plan[40].request_sha256
+    extra_attempt["request_sha256"] = prepared.plan[42].request_sha256
     rs.insert(stop, extra_attempt)
     rechain(run, rs)
     code, out = audit_cli(run, capsys)
@@ -220,6 +220,6 @@ def test_journal_summary_is_readable_and_deterministic(faulty_run):
 
     lines = journal_summary(faulty_run)
     assert lines == journal_summary(faulty_run)
-    assert lines[0].startswith("session 1 at 2026-01-01T00:00:00.000000Z: allow 40")
-    assert any("stop_status: HTTP 429 at seq 34" in line for line in lines)
+    assert lines[0].startswith("session 1 at 2026-01-01T00:00:00.000000Z: allow 44")
+    assert any("stop_status: HTTP 429 at seq 42" in line for line in lines)
     assert "gaps: min 20 s, median 20 s" in lines

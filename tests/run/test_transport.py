@@ -93,4 +93,5 @@ def test_oversized_body_is_cut(server):
     server.script(["normal"])
     ex = t.send(t.build(b"{}"))
     t.close()
-    assert ex.truncated and ex.error is None
+    assert ex.truncated and ex.error == "body_too_large" and len(ex.body) == 50
+    assert "limit of 50 bytes" in ex.error_detail

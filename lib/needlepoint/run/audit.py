@@ -23,7 +23,7 @@ from needlepoint.run.journal import read_chain
 from needlepoint.run.journal_records import decode_body
 from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive_rows, load_frozen_plan
 from needlepoint.run.run_record import RunRecord
-from needlepoint.run.scoring import PROTOCOL_FAILURE, classify
+from needlepoint.run.scoring import PROTOCOL_FAILURE, classify_safely
 
 _EPS = 1e-6
 
@@ -151,7 +151,7 @@ class _Walk:
         seq = r.get("seq")
         if seq not in self.plan:
             return
-        fresh = classify(
+        fresh = classify_safely(
             http_status=r.get("http_status"),
             transport_error=r.get("error"),
             body=decode_body(r),

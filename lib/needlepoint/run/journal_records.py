@@ -13,20 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from needlepoint.jsonio import canonical_bytes
 from needlepoint.run.clock import parse_iso_utc
-from needlepoint.run.scoring import Classification, classify, parse_body
+from needlepoint.run.interpret import cost_of, parse_response
+from needlepoint.run.scoring import Classification, classify, classify_safely
 
 REDACTED = "[REDACTED]"
-
-
-def cost_of(usage: Any, input_rate: float | None, output_rate: float | None) -> float | None:
-    """Money for one response; None (unknown, never 0) without usage or without rates."""
-    if input_rate is None or output_rate is None or not isinstance(usage, dict):
-        return None
-    tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in tokens):
-        return None
-    return round((tokens[0] * input_rate + tokens[1] * output_rate) / 1e6, 12)
 
 
 class Scrubber:
@@ -68,12 +60,6 @@ def decode_body(record: dict[str, Any]) -> bytes | None:
     return str(record["body"]).encode("utf-8")
 
 
-def usage_of(body: bytes | None) -> dict[str, Any] | None:
-    data = parse_body(body)
-    usage = data.get("usage") if isinstance(data, dict) else None
-    return usage if isinstance(usage, dict) else None
-
-
 def outcome_fields(
     seq: int,
     time: str,
@@ -100,6 +86,51 @@ def outcome_fields(
         "recovered": False,
         "classification": classification.to_json(),
     }
+
+
+def received_fields(
+    seq: int,
+    time: str,
+    exchange: Any,
+    *,
+    answer: dict[str, Any],
+    model: str,
+    unknown: str,
+    rates: tuple[float | None, float | None],
+    profile: str = "chat",
+) -> dict[str, Any]:
+    """The outcome record of an exchange, built so that it can always be journalled.
+
+    Parsing, classification, usage and cost cannot raise (interpret, classify_safely). Should
+    the record still fail to serialise, the body is kept as base64 and the unparsed usage
+    dropped: the classification stays the one ``audit-run`` derives from the stored bytes.
+    """
+    c = classify_safely(
+        http_status=exchange.http_status,
+        transport_error=exchange.error,
+        body=exchange.body,
+        answer=answer,
+        model=model,
+        unknown=unknown,
+        profile=profile,
+    )
+    usage, detail = None, exchange.error_detail
+    if exchange.error is None:
+        parsed = parse_response(exchange.body)
+        if isinstance(parsed.data, dict) and isinstance(parsed.data.get("usage"), dict):
+            usage = parsed.data["usage"]
+        if parsed.kind is not None and exchange.http_status == 200 and not detail:
+            detail = f"{parsed.kind}: {parsed.reason}"
+    fields = outcome_fields(seq, time, exchange, c, cost_of(usage, *rates), usage)
+    fields["error_detail"] = detail
+    try:
+        canonical_bytes(fields)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        raw = exchange.body
+        fields.update(usage=None, cost=None, body_encoding=None if raw is None else "base64")
+        fields["body"] = None if raw is None else base64.b64encode(raw).decode("ascii")
+        fields["error_detail"] = f"{detail} (record kept in a safe form)".strip()
+    return fields
 
 
 def interrupted_fields(seq: int, time: str, detail: str, recovered: bool) -> dict[str, Any]:

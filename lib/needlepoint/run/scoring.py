@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from needlepoint.jsonio import canonical_bytes
+from needlepoint.run.interpret import BODY_FAILURE_KINDS, UNINTERPRETABLE, parse_response
 from needlepoint.run.answers import answer_of
 
 # Java's String.trim() removes every char <= U+0020 from both ends and nothing else.
@@ -45,10 +47,18 @@ TRANSPORT_KINDS = {
     "deadline": "indeterminate_deadline",
     "interrupted": "indeterminate_interrupted",
 }
+# A response that arrived but whose body could not be read whole: the key is what transport.py
+# reports, the value the recorded kind.
+RESPONSE_ERROR_KINDS = {
+    "body_too_large": "body_too_large",
+    "content_encoding": "content_encoding",
+}
 PROTOCOL_FAILURE_KINDS = (
     "http_status",
     *TRANSPORT_KINDS.values(),
-    "unparsable_json",
+    *RESPONSE_ERROR_KINDS.values(),
+    *BODY_FAILURE_KINDS,
+    UNINTERPRETABLE,
     "no_choices",
     "finish_reason",
     "length_empty",
@@ -89,16 +99,6 @@ def _failure(kind: str, text: str = "") -> Classification:
     return Classification(PROTOCOL_FAILURE, kind, text)
 
 
-def parse_body(body: bytes | None) -> Any:
-    """Decode a response body as strict UTF-8 JSON; ``None`` when it is not JSON at all."""
-    if body is None:
-        return None
-    try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-
-
 def classify(
     *,
     http_status: int | None,
@@ -115,15 +115,18 @@ def classify(
     ``model`` is the model named in the frozen request body; ``profile`` is the frozen body
     profile, which says where the answer is (``message.content`` or, for completion, ``text``).
     """
-    if transport_error is not None:
+    if transport_error is not None and transport_error not in RESPONSE_ERROR_KINDS:
         if transport_error not in TRANSPORT_KINDS:
             raise ValueError(f"unknown transport error kind {transport_error!r}")
         return _failure(TRANSPORT_KINDS[transport_error])
     if http_status != 200:
         return _failure("http_status")
-    data = parse_body(body)
-    if data is None:
-        return _failure("unparsable_json")
+    if transport_error is not None:
+        return _failure(RESPONSE_ERROR_KINDS[transport_error])
+    parsed = parse_response(body)
+    if parsed.kind is not None:
+        return _failure(parsed.kind)
+    data = parsed.data
     # Checks follow the order of the protocol's list, so one response gets one stable kind.
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -148,6 +151,20 @@ def classify(
     if not trimmed:
         return _failure("content_empty", a.final)
     return Classification(*score_text(trimmed, answer, unknown), a.final)
+
+
+def classify_safely(**kwargs: Any) -> Classification:
+    """``classify`` that cannot raise and whose result can always be journalled.
+
+    The runner and ``audit-run`` both classify through it, so an input that trips an unforeseen
+    error gets the same kind, ``uninterpretable``, in the record and in its reclassification.
+    """
+    try:
+        c = classify(**kwargs)
+        canonical_bytes(c.to_json())
+    except Exception:
+        return _failure(UNINTERPRETABLE)
+    return c
 
 
 def score_text(

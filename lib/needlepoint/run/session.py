@@ -18,14 +18,12 @@ from needlepoint.run.journal import Journal
 from needlepoint.run.journal_records import (
     JournalState,
     Scrubber,
-    cost_of,
     interrupted_fields,
-    outcome_fields,
-    usage_of,
+    received_fields,
 )
 from needlepoint.run.progress import Progress
 from needlepoint.run.run_record import SessionRecord
-from needlepoint.run.scoring import PROTOCOL_FAILURE, classify
+from needlepoint.run.scoring import PROTOCOL_FAILURE
 from needlepoint.run.settings import Settings
 
 
@@ -156,23 +154,25 @@ class Session:
             self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
             raise
         ex = dataclasses.replace(ex, body=self.scrub(ex.body))  # an echoing server
-        body = ex.body
-        c = classify(
-            http_status=ex.http_status,
-            transport_error=ex.error,
-            body=body,
-            answer=self.s.prepared.answer_key[seq],
-            model=self.s.model,
-            unknown=self.s.prepared.protocol.get("unknown", "UNKNOWN"),
-            profile=body_profile(self.s.prepared.protocol),
+        # Whatever arrived is journalled before anything else can go wrong.
+        record = self.append(
+            "outcome",
+            **received_fields(
+                seq,
+                self.now(),
+                ex,
+                answer=self.s.prepared.answer_key[seq],
+                model=self.s.model,
+                unknown=self.s.prepared.protocol.get("unknown", "UNKNOWN"),
+                rates=(self.s.input_rate, self.s.output_rate),
+                profile=body_profile(self.s.prepared.protocol),
+            ),
         )
-        usage = usage_of(body) if ex.error is None else None
-        cost = cost_of(usage, self.s.input_rate, self.s.output_rate)
-        self.append("outcome", **outcome_fields(seq, self.now(), ex, c, cost, usage))
+        c = record["classification"]
         self.last_done_mono = self.clock.monotonic()
-        self.last = c.kind or c.status
+        self.last = c["kind"] or c["status"]
         self.progress.done(seq, self.last, self.s.min_gap_s)
-        self.check_outcome(seq, c.status, ex.http_status)
+        self.check_outcome(seq, c["status"], ex.http_status)
 
     def run(self, run_json_sha256: str) -> tuple[str, str]:
         s = self.s

@@ -40,6 +40,10 @@ FAULT_CYCLE = (
     "content_not_string",
     "empty",
     "no_usage",  # not a failure: a valid answer whose cost is unknown
+    "too_deep",
+    "lone_surrogate",
+    "usage_type",
+    "bad_gzip",
     "status:500",
     "connect_error",
     "timeout",
@@ -49,6 +53,30 @@ FAULT_CYCLE = (
     "status:401",
     "status:403",
 )
+
+
+def _deep(payload: dict[str, Any]) -> tuple[bool, bytes]:
+    payload["logprobs"] = "@"
+    text = json.dumps(payload)
+    return False, text.replace('"@"', "[" * 100_000 + "]" * 100_000).encode()
+
+
+def _surrogate(payload: dict[str, Any]) -> tuple[bool, bytes]:
+    payload["choices"][0]["message"]["content"] += "\ud800"
+    return False, json.dumps(payload).encode()  # ensure_ascii: the surrogate stays an escape
+
+
+def _usage_type(payload: dict[str, Any]) -> tuple[bool, bytes]:
+    payload["usage"]["prompt_tokens"] = "many"
+    return False, json.dumps(payload).encode()
+
+
+_HOSTILE = {
+    "too_deep": _deep,
+    "lone_surrogate": _surrogate,
+    "usage_type": _usage_type,
+    "bad_gzip": lambda payload: (True, b"\x1f\x8b not gzip"),
+}
 
 
 @dataclass(frozen=True)
@@ -161,6 +189,12 @@ class Simulator:
             return httpx.Response(code, json={"error": {"message": "simulated"}}, headers=headers)
         if fault == "broken_json":
             return httpx.Response(200, content=b'{"choices": [', headers=headers)
+        if fault in _HOSTILE:
+            coded, data = _HOSTILE[fault](self._payload(row, body, ""))
+            if coded:
+                headers["content-encoding"] = "gzip"
+            # A stream, so the runner's own bounded decoder reads it as it would from a socket.
+            return httpx.Response(200, stream=_stream(data), headers=headers)
         return httpx.Response(200, json=self._payload(row, body, fault), headers=headers)
 
     def _payload(self, row: PlanRow, body: bytes, fault: str) -> dict[str, Any]:
@@ -204,3 +238,14 @@ class Simulator:
                 spent = completion if fault == "length_empty" else 3
                 data["usage"]["completion_tokens_details"] = {"reasoning_tokens": spent}
         return data
+
+
+def _stream(data: bytes) -> Any:
+    """An unread response stream, as a socket would deliver it."""
+    import httpx
+
+    class Stream(httpx.SyncByteStream):
+        def __iter__(self) -> Any:
+            yield data
+
+    return Stream()

@@ -18,13 +18,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from needlepoint.jsonio import sha256_hex
+from needlepoint.run.body import ACCEPT_ENCODING, BodyError, BodyReader
 
 if TYPE_CHECKING:
     import httpx
 
-# Response headers worth keeping: they let a provider's bill be matched to a journal record.
-KEPT_HEADERS = ("x-request-id", "request-id", "openai-processing-ms", "content-type")
+# Response headers worth keeping: they let a provider's bill be matched to a journal record,
+# and say how the stored body was encoded on the wire.
+KEPT_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "openai-processing-ms",
+    "content-type",
+    "content-encoding",
+)
+# The most body bytes read, decoded or raw; beyond it the outcome is ``body_too_large``.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# Errors of a response that did arrive: its body is kept, and the outcome is a protocol failure.
+RESPONSE_ERRORS = ("body_too_large", "content_encoding")
 
 
 class MonotonicClock(Protocol):
@@ -159,7 +170,11 @@ class Transport:
         self.deadline_s = deadline_s
         self.max_body_bytes = max_body_bytes
         self._clock = clock
-        headers = {"Content-Type": "application/json", "User-Agent": user_agent}
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": user_agent,
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         # retries=0 is also httpx's default; stated so that no later default can change it.
@@ -193,31 +208,41 @@ class Transport:
             self._watchdog.arm(deadline)
         status: int | None = None
         headers: dict[str, str] = {}
-        chunks: list[bytes] = []
-        size = 0
-        truncated = False
+        reader: BodyReader | None = None
         error: str | None = None
         detail = ""
+
+        def tick() -> None:
+            if self._clock.monotonic() > deadline:
+                raise DeadlineExceeded("deadline passed while the body trickled in")
+
         try:
             response = self._client.send(outgoing.request, stream=True)
             try:
                 status = response.status_code
                 headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > self.max_body_bytes:
-                        truncated = True
-                        break
-                    if self._clock.monotonic() > deadline:
-                        raise DeadlineExceeded("deadline passed while the body trickled in")
+                if response.is_stream_consumed:
+                    # A mock transport's response is already in memory, decoded by httpx.
+                    reader = BodyReader(self.max_body_bytes)
+                    reader.read([response.content], tick)
+                else:
+                    # Raw bytes, decoded here with a bound: httpx would inflate a bomb at once.
+                    reader = BodyReader(self.max_body_bytes, headers.get("content-encoding", ""))
+                    reader.read(response.iter_raw(), tick)
+                if reader.unsupported is not None:
+                    error = "content_encoding"
+                    detail = (
+                        f"content-encoding {reader.unsupported!r} is not supported (asked for "
+                        f"{ACCEPT_ENCODING!r}); the body is kept as received"
+                    )
+                elif reader.too_large:
+                    error, detail = "body_too_large", reader.detail()
             finally:
                 response.close()
         except DeadlineExceeded as exc:
             error, detail = "deadline", str(exc)
-        except httpx.DecodingError as exc:
-            # The response arrived but its content encoding is broken: scored as unparsable.
-            detail = f"{type(exc).__name__}: {exc}"
+        except BodyError as exc:
+            error, detail = exc.kind, f"{exc}; the body is kept as received"
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             error, detail = "connect_error", f"{type(exc).__name__}: {exc}"
         except httpx.ReadTimeout as exc:
@@ -235,18 +260,18 @@ class Transport:
             if self._watchdog:
                 self._watchdog.disarm()
         latency = self._clock.monotonic() - start
-        if fired and error is not None:
+        if fired and error is not None and error not in RESPONSE_ERRORS:
             error, detail = (
                 "deadline",
                 f"overall deadline of {self.deadline_s:g} s passed ({detail})",
             )
         return Exchange(
             http_status=status,
-            body=b"".join(chunks) if (chunks or error is None) else None,
+            body=_kept_body(reader, error),
             error=error,
             error_detail=detail,
             latency_s=latency,
-            truncated=truncated,
+            truncated=bool(reader and reader.too_large),
             headers=headers,
         )
 
@@ -254,3 +279,14 @@ class Transport:
         self._client.close()
         if self._watchdog:
             self._watchdog.close()
+
+
+def _kept_body(reader: BodyReader | None, error: str | None) -> bytes | None:
+    """What the journal stores: the decoded body, or the bytes as received when decoding
+    failed; None when nothing arrived before a transport error."""
+    if reader is None:
+        return None
+    body = reader.raw_body if error == "content_encoding" else reader.body
+    if not body and error is not None and error not in RESPONSE_ERRORS:
+        return None
+    return body

@@ -1,0 +1,152 @@
+"""Interpret a response body that arrived, without ever raising: strict JSON, bounded nesting,
+valid Unicode, well-typed usage, a finite cost.
+
+The runner keeps what arrived before it interprets it, so nothing a server sends may crash the
+run: whatever cannot be interpreted becomes a protocol failure of its own kind, with a reason
+for ``error_detail``. ``audit-run`` reclassifies stored bodies through the same functions, so
+the runner and the audit always agree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Deeper than any chat-completions answer (about 7 levels), shallow enough that no recursive
+# encoder or decoder downstream can run out of stack.
+MAX_DEPTH = 64
+# Token counts beyond 2^53 are not exactly representable as JSON numbers in most languages.
+MAX_TOKENS = 2**53
+USAGE_TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+UNPARSABLE = "unparsable_json"
+TOO_DEEP = "json_too_deep"
+BAD_UNICODE = "invalid_unicode"
+BAD_USAGE = "usage_invalid"
+UNINTERPRETABLE = "uninterpretable"
+# The kinds this module can give, in the order they are checked.
+BODY_FAILURE_KINDS = (UNPARSABLE, TOO_DEEP, BAD_UNICODE, BAD_USAGE)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A body's JSON value, or the failure kind and a reason (``data`` is then None)."""
+
+    data: Any
+    kind: str | None
+    reason: str
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_response(body: bytes | None) -> Parsed:
+    """Strict UTF-8 JSON (no NaN or Infinity), at most MAX_DEPTH deep, no lone surrogates,
+    and a ``usage`` that is null, absent or an object of well-typed counts."""
+    if body is None:
+        return Parsed(None, UNPARSABLE, "no body")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Parsed(None, UNPARSABLE, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        return Parsed(None, TOO_DEEP, f"nested deeper than the parser's stack (limit {MAX_DEPTH})")
+    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, an integer of > 4300 digits
+        return Parsed(None, UNPARSABLE, f"not JSON ({_short(exc)})")
+    kind, reason = _walk(data)
+    if kind is not None:
+        return Parsed(None, kind, reason)
+    problem = usage_problem(data)
+    if problem:
+        return Parsed(None, BAD_USAGE, problem)
+    return Parsed(data, None, "")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _walk(data: Any) -> tuple[str | None, str]:
+    """Depth and Unicode of every key and string, iteratively (no recursion to run out of)."""
+    stack = [(data, 1)]
+    bad_string: str | None = None
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if bad_string is None and _SURROGATE.search(value):
+                bad_string = value
+            continue
+        if not isinstance(value, dict | list):
+            continue
+        if depth > MAX_DEPTH:
+            return TOO_DEEP, f"nested more than {MAX_DEPTH} levels deep"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if bad_string is None and _SURROGATE.search(key):
+                    bad_string = key
+                stack.append((item, depth + 1))
+        else:
+            stack.extend((item, depth + 1) for item in value)
+    if bad_string is not None:
+        at = _SURROGATE.search(bad_string)
+        code = ord(bad_string[at.start()]) if at else 0
+        return BAD_UNICODE, f"a string holds the lone surrogate U+{code:04X} (not Unicode text)"
+    return None, ""
+
+
+def usage_problem(data: Any) -> str:
+    """Why ``usage`` is malformed, or "" (absent and null are fine: the cost is then unknown)."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if usage is None:
+        return ""
+    if not isinstance(usage, dict):
+        return f"usage is a {type(usage).__name__}, not an object"
+    for name in USAGE_TOKEN_FIELDS:
+        value = usage.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"usage.{name} is a {type(value).__name__}, not an integer"
+        if not 0 <= value < MAX_TOKENS:
+            return f"usage.{name} is outside 0..2^53"
+    stack = [usage]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return "usage holds a number too large for a double"
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return ""
+
+
+def usage_of(body: bytes | None) -> dict[str, Any] | None:
+    """The ``usage`` object to journal: only from a body that interprets cleanly."""
+    parsed = parse_response(body)
+    usage = parsed.data.get("usage") if isinstance(parsed.data, dict) else None
+    return usage if isinstance(usage, dict) else None
+
+
+def cost_of(usage: Any, input_rate: float | None, output_rate: float | None) -> float | None:
+    """Money for one response; None (unknown, never 0) without usage, rates, or a finite sum."""
+    if input_rate is None or output_rate is None or not isinstance(usage, dict):
+        return None
+    tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_TOKENS for v in tokens
+    ):
+        return None
+    try:
+        cost = round((tokens[0] * input_rate + tokens[1] * output_rate) / 1e6, 12)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return cost if math.isfinite(cost) else None

@@ -1,0 +1,162 @@
+"""Interpreting a body that arrived never raises, and its record can always be journalled."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from needlepoint.jsonio import canonical_bytes
+from needlepoint.run.interpret import MAX_DEPTH, cost_of, parse_response
+from needlepoint.run.journal_records import decode_body, received_fields
+from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS, classify_safely
+
+KEY = {"expected": "OM-3642", "codes_present": ["OM-3642"], "near_codes": []}
+
+
+def answer(content='"OM-3642"', usage='{"prompt_tokens":5,"completion_tokens":1}') -> bytes:
+    return (
+        '{"model":"m","choices":[{"finish_reason":"stop","message":{"role":"assistant",'
+        f'"content":{content}}}}}],"usage":{usage}}}'
+    ).encode()
+
+
+@dataclass(frozen=True)
+class Exchange:
+    body: bytes | None
+    http_status: int | None = 200
+    error: str | None = None
+    error_detail: str = ""
+    latency_s: float = 0.1
+    truncated: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def record(body: bytes | None, rates=(1.0, 2.0), **kw) -> dict:
+    return received_fields(
+        3, "t", Exchange(body, **kw), answer=KEY, model="m", unknown="UNKNOWN", rates=rates
+    )
+
+
+HOSTILE = {
+    "nan usage": (answer(usage='{"prompt_tokens":NaN,"completion_tokens":1}'), "unparsable_json"),
+    "infinity": (answer(usage='{"prompt_tokens":Infinity}'), "unparsable_json"),
+    "huge float usage": (answer(usage='{"prompt_tokens":5,"x":1e400}'), "usage_invalid"),
+    "huge int usage": (answer(usage='{"prompt_tokens":' + "1" + "0" * 400 + "}"), "usage_invalid"),
+    "int past 4300 digits": (
+        answer(usage='{"prompt_tokens":' + "9" * 5000 + "}"),
+        "unparsable_json",
+    ),
+    "string usage": (answer(usage='"lots"'), "usage_invalid"),
+    "bool tokens": (answer(usage='{"completion_tokens":true}'), "usage_invalid"),
+    "negative tokens": (answer(usage='{"prompt_tokens":-1}'), "usage_invalid"),
+    "float tokens": (answer(usage='{"prompt_tokens":1.5}'), "usage_invalid"),
+    "deep 200000": (b"[" * 200_000 + b"]" * 200_000, "json_too_deep"),
+    "deep 900 in usage": (answer(usage='{"x":' + "[" * 900 + "]" * 900 + "}"), "json_too_deep"),
+    "lone surrogate": (answer(content='"OM-3642\\ud800"'), "invalid_unicode"),
+    "surrogate key": (answer(usage='{"\\udfff":1}'), "invalid_unicode"),
+    "invalid utf-8": (
+        answer(content='"OM-3642\xff"').replace(b"\xc3\xbf", b"\xff"),
+        "unparsable_json",
+    ),
+    "not json": (b"<html>502</html>", "unparsable_json"),
+    "empty": (b"", "unparsable_json"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_bodies_become_specific_failures_with_a_reason(name):
+    body, kind = HOSTILE[name]
+    fields = record(body)
+    canonical_bytes(fields)  # the record can be journalled
+    assert fields["classification"]["status"] == "protocol_failure"
+    assert fields["classification"]["kind"] == kind
+    assert fields["error_detail"].startswith(kind + ": ")
+    assert fields["usage"] is None and fields["cost"] is None
+    assert decode_body(fields) == body, "the body that arrived is kept as it arrived"
+    assert kind in PROTOCOL_FAILURE_KINDS
+
+
+def test_depth_limit_is_exact():
+    ok = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
+    deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
+    assert parse_response(ok).kind is None
+    assert parse_response(deep).kind == "json_too_deep"
+
+
+def test_a_clean_answer_keeps_usage_and_cost():
+    fields = record(answer())
+    assert fields["classification"]["status"] == "correct"
+    assert fields["usage"] == {"prompt_tokens": 5, "completion_tokens": 1}
+    assert fields["cost"] == pytest.approx((5 + 2) / 1e6)
+    assert fields["error_detail"] == ""
+
+
+@pytest.mark.parametrize(
+    ("usage", "rates"),
+    [
+        ({"prompt_tokens": 2**52, "completion_tokens": 1}, (1e308, 1e308)),  # overflows to inf
+        ({"prompt_tokens": 10**400, "completion_tokens": 1}, (1.0, 1.0)),
+        ({"prompt_tokens": 1, "completion_tokens": 1}, (None, 1.0)),
+        ({"prompt_tokens": "1", "completion_tokens": 1}, (1.0, 1.0)),
+    ],
+)
+def test_cost_is_unknown_rather_than_infinite_or_raising(usage, rates):
+    assert cost_of(usage, *rates) is None
+
+
+def test_response_errors_classify_from_the_record():
+    fields = record(
+        b"0" * 50, error="body_too_large", error_detail="limit of 50 bytes", truncated=True
+    )
+    assert fields["classification"]["kind"] == "body_too_large"
+    fields = record(b"{}", http_status=429, error="body_too_large", truncated=True)
+    assert fields["classification"]["kind"] == "http_status"
+
+
+def test_an_unknown_error_kind_is_uninterpretable_not_a_crash():
+    c = classify_safely(http_status=200, transport_error="forged", body=b"", answer=KEY, model="m")
+    assert (c.status, c.kind) == ("protocol_failure", "uninterpretable")
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(st.characters(codec=None, exclude_categories=())),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    usage=_json,
+    content=_json,
+    tail=st.binary(max_size=8),
+    status=st.sampled_from([200, 200, 500, None]),
+    error=st.sampled_from([None, None, "body_too_large", "content_encoding", "dropped"]),
+)
+def test_any_body_gives_a_journalable_record_that_reclassifies_the_same(
+    usage, content, tail, status, error
+):
+    text = json.dumps(content, allow_nan=True)
+    body = answer(content=text, usage=json.dumps(usage, allow_nan=True)) + tail
+    fields = record(body, http_status=status, error=error)
+    line = canonical_bytes(fields)
+    stored = json.loads(line)
+    again = classify_safely(
+        http_status=stored["http_status"],
+        transport_error=stored["error"],
+        body=decode_body(stored),
+        answer=KEY,
+        model="m",
+        unknown="UNKNOWN",
+    )
+    assert again.to_json() == stored["classification"]
