@@ -48,10 +48,27 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    return parse_json(text, str(p))
+
+
+def parse_json(text: str, where: str, line: int | None = None) -> Any:
+    """Strict JSON from an input file: no NaN or Infinity, no nesting past the parser's stack,
+    no integer too long to read; each refusal is one line naming ``where`` and the line (the
+    given ``line`` of a JSONL file, or the line within ``text``)."""
+    at = f"{where}:{line}" if line is not None else where
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise NeedlepointError(f"{p}:{exc.lineno}: broken JSON ({exc.msg})") from None
+        at = at if line is not None else f"{where}:{exc.lineno}"
+        raise NeedlepointError(f"{at}: broken JSON ({exc.msg})") from None
+    except ValueError as exc:  # NaN/Infinity, or an integer of more than 4300 digits
+        raise NeedlepointError(f"{at}: not JSON ({str(exc)[:120]})") from None
+    except RecursionError:
+        raise NeedlepointError(f"{at}: JSON nested too deeply") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
@@ -66,10 +83,7 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             for number, line in enumerate(fh, start=1):
                 if not line.strip():
                     raise NeedlepointError(f"{p}:{number}: empty line")
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise NeedlepointError(f"{p}:{number}: broken JSON ({exc.msg})") from None
+                yield number, parse_json(line, str(p), number)
         except UnicodeDecodeError as exc:
             raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason})") from None
 

@@ -19,10 +19,32 @@ from needlepoint.run.journal import (
 )
 
 
+def attempt(seq, **extra):
+    """The fields of a schema-valid attempt record."""
+    t = "2026-01-01T00:00:00.000000Z"
+    return {"seq": seq, "request_sha256": "a" * 64, "time": t, "gap_s": None, **extra}
+
+
+SESSION = {
+    "session": 2,
+    "time": "2026-01-01T00:00:00.000000Z",
+    "run_json_sha256": "b" * 64,
+    "package_version": "0.1.0",
+    "allow": 4,
+    "min_gap_s": 0,
+    "override_reason": "test",
+    "timeout_s": 1,
+    "deadline_s": 2,
+    "input_rate": None,
+    "output_rate": None,
+    "cost_cap": None,
+}
+
+
 def make(tmp_path, n=4, fsync=False):
     with Journal(tmp_path, fsync=fsync) as j:
         for i in range(n):
-            j.append("attempt", seq=i + 1, note="日本\u00a0")
+            j.append("attempt", **attempt(i + 1, note="日本\u00a0"))
     return tmp_path
 
 
@@ -46,7 +68,7 @@ def test_reopen_continues_the_chain(tmp_path):
     run = make(tmp_path, 2)
     with Journal(run, fsync=False) as j:
         assert j.count == 2
-        j.append("attempt", seq=3)
+        j.append("attempt", **attempt(3))
     report = read_chain(run)
     assert report.ok and [r["n"] for r in report.records] == [0, 1, 2]
 
@@ -57,7 +79,7 @@ def test_every_append_is_fsynced(tmp_path, monkeypatch):
     monkeypatch.setattr(jmod.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
     with Journal(tmp_path, fsync=True) as j:
         before = len(calls)
-        j.append("attempt", seq=1)
+        j.append("attempt", **attempt(1))
         # One for the journal line, one for the head file.
         assert len(calls) - before == 2
 
@@ -136,8 +158,54 @@ def test_torn_tail_is_dropped_on_reopen(tmp_path):
     assert report.ok and "incomplete last line" in report.warnings[0]
     with Journal(run, fsync=False) as j:
         assert j.dropped_tail == b'{"format":1,"n":2,"pr'
-        j.append("session", dropped_tail_sha256="x")
+        j.append("session", **SESSION, dropped_tail_sha256=jmod.sha256_hex(j.dropped_tail))
     assert read_chain(run).ok and read_chain(run).warnings == ()
+
+
+def test_torn_tail_stays_until_a_record_carries_its_hash(tmp_path):
+    run = make(tmp_path, 2)
+    with open(run / JOURNAL_NAME, "ab") as fh:
+        fh.write(b'{"format":1,"n":2,"pr')
+    before = (run / JOURNAL_NAME).read_bytes()
+    with Journal(run, fsync=False) as j:
+        assert j.dropped_tail
+    assert (run / JOURNAL_NAME).read_bytes() == before, "opening alone must not repair"
+    with Journal(run, fsync=False) as j, pytest.raises(NeedlepointError, match="its hash"):
+        j.append("attempt", **attempt(3))
+    assert (run / JOURNAL_NAME).read_bytes() == before
+
+
+def test_mistyped_records_fail_the_schema(tmp_path):
+    with Journal(tmp_path, fsync=False) as j:
+        j.append("attempt", **attempt(1))
+        j.append("attempt", **{**attempt(2), "time": 5})
+        j.append("outcome", seq="x")
+        j.append("stop", time="2026-01-01T00:00:00Z", reason="complete", detail=[])
+    report = read_chain(tmp_path)
+    assert not report.ok and not report.schema_ok
+    assert [p.split(": ", 1)[1] for p in report.problems] == [
+        "field time: expected a string, found a number",
+        "field seq: expected an integer, found a string",
+        "field detail: expected a string, found a list",
+    ]
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b"[", b'{"records": 1e400, "sha256": "x"}', b"[" * 100_000, b'{"records": NaN}', b"\xff"],
+)
+def test_unreadable_head_is_a_problem_not_a_crash(tmp_path, head):
+    run = make(tmp_path, 1)
+    (run / HEAD_NAME).write_bytes(head)
+    report = read_chain(run)
+    assert not report.ok and "unreadable" in report.problems[-1]
+
+
+def test_deeply_nested_line_is_not_json(tmp_path):
+    run = make(tmp_path, 1)
+    with open(run / JOURNAL_NAME, "ab") as fh:
+        fh.write(b"[" * 100_000 + b"\n")
+    assert any(":2: not a JSON line" in p for p in read_chain(run).problems)
 
 
 def test_broken_chain_refuses_to_open(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 from support.runner import KEY_ENV, SENTINEL, TIMEOUT_S, kinds, live, of_type, records, server_for
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import sha256_hex
 from needlepoint.run.audit import audit_run
 from needlepoint.run.loop import run_protocol
 from needlepoint.run.settings import RunOptions
@@ -112,6 +113,22 @@ def test_allowance_counts_across_resumes(reference_dir, tmp_path, server):
     assert server.count == 5
     assert [a["seq"] for a in of_type(run, "attempt")] == [1, 2, 3, 4, 5]
     assert len(of_type(run, "session")) == 2
+    assert audit_run(run).ok
+
+
+def test_refused_resume_leaves_a_torn_journal_untouched(reference_dir, tmp_path, server):
+    run = tmp_path / "run"
+    live(reference_dir, run, server, allow=2)
+    with open(run / "journal.jsonl", "ab") as fh:
+        fh.write(b'{"format":1,"n":')  # a crash in the middle of a write
+    before = (run / "journal.jsonl").read_bytes(), (run / "journal.head.json").read_bytes()
+    with pytest.raises(NeedlepointError, match="allowance spent"):
+        live(reference_dir, run, server, allow=2)
+    after = (run / "journal.jsonl").read_bytes(), (run / "journal.head.json").read_bytes()
+    assert after == before
+    live(reference_dir, run, server, allow=3)  # a session that starts repairs it, on the chain
+    session = of_type(run, "session")[-1]
+    assert session["dropped_tail_sha256"] == sha256_hex(b'{"format":1,"n":')
     assert audit_run(run).ok
 
 

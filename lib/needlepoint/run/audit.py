@@ -183,6 +183,10 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
         audit.problems.append(f"prepared folder: {exc}")
         return audit
     _check_variant(root, run, prepared.protocol, audit)
+    if not chain.schema_ok:
+        # Mistyped records cannot be judged by the rules; the problems above name them.
+        audit.problems.append("journal: records do not follow the schema; rules not checked")
+        return audit
     walk = _Walk(audit, prepared, run_sha, root / "journal.jsonl")
     for record in chain.records:
         walk.record(record)

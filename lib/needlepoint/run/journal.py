@@ -17,6 +17,7 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex
+from needlepoint.run.journal_schema import record_problem
 
 JOURNAL_FORMAT = 1
 JOURNAL_NAME = "journal.jsonl"
@@ -39,6 +40,8 @@ class ChainReport:
     records: tuple[dict[str, Any], ...]
     head: str
     torn_tail: bytes = b""
+    # Every line is a JSON object of the documented schema: records can be walked safely.
+    schema_ok: bool = True
 
 
 def _fsync_dir(path: Path) -> None:
@@ -60,6 +63,8 @@ def read_chain(run_dir: str | os.PathLike[str]) -> ChainReport:
         data = path.read_bytes()
     except FileNotFoundError:
         data = b""
+    except OSError as exc:
+        raise NeedlepointError(f"{path}: cannot read ({exc.strerror})") from None
     lines = data.split(b"\n")
     torn = lines.pop()  # bytes after the last newline: empty unless a write was cut short
     if torn:
@@ -69,11 +74,12 @@ def read_chain(run_dir: str | os.PathLike[str]) -> ChainReport:
         )
     head = GENESIS
     hashes: list[str] = []
+    schema_ok = True
     for number, line in enumerate(lines, start=1):
         where = f"{path}:{number}"
         try:
-            record = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            record = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError):
             problems.append(f"{where}: not a JSON line")
             head = sha256_hex(line)
             hashes.append(head)
@@ -94,13 +100,27 @@ def read_chain(run_dir: str | os.PathLike[str]) -> ChainReport:
                 f"{where}: field prev does not match the previous record "
                 "(a record was edited, deleted or moved)"
             )
+        malformed = record_problem(record, where)
+        if malformed:
+            problems.append(malformed)
+            schema_ok = False
         records.append(record)
         head = sha256_hex(line)
         hashes.append(head)
     _check_head(root, hashes, problems, warnings)
     return ChainReport(
-        not problems, tuple(problems), tuple(warnings), tuple(records), head, torn_tail=torn
+        not problems,
+        tuple(problems),
+        tuple(warnings),
+        tuple(records),
+        head,
+        torn_tail=torn,
+        schema_ok=schema_ok and len(records) == len(lines),
     )
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _check_head(root: Path, hashes: list[str], problems: list[str], warnings: list[str]) -> None:
@@ -110,10 +130,15 @@ def _check_head(root: Path, hashes: list[str], problems: list[str], warnings: li
             problems.append(f"{path}: missing, so deleted final records cannot be ruled out")
         return
     try:
-        saved = json.loads(path.read_text("utf-8"))
-        saved_count, saved_hash = int(saved["records"]), str(saved["sha256"])
-    except (ValueError, KeyError, TypeError):
-        problems.append(f"{path}: unreadable")
+        saved = json.loads(path.read_text("utf-8"), parse_constant=_no_constant)
+        saved_count, saved_hash = saved["records"], saved["sha256"]
+        if not isinstance(saved_count, int) or not isinstance(saved_hash, str):
+            raise TypeError("records must be an integer and sha256 a string")
+    except (ValueError, KeyError, TypeError, RecursionError):
+        problems.append(f"{path}: unreadable (not the documented head record)")
+        return
+    except OSError as exc:
+        problems.append(f"{path}: cannot read ({exc.strerror})")
         return
     chain = [GENESIS, *hashes]  # chain[k] is the head after k records
     if (saved_count, saved_hash) == (len(hashes), chain[-1]):
@@ -148,20 +173,26 @@ class Journal:
             raise NeedlepointError(f"journal chain broken: {report.problems[0]}")
         self.records = list(report.records)
         self.head = report.head
+        # Our own crash recovery: a cut last line never became a record. It is cut off only
+        # when the next record is appended, which must carry its hash (the session record
+        # does), so a refused resume leaves the journal's bytes exactly as they were.
+        self.dropped_tail = report.torn_tail
+        self._tail_pending = bool(report.torn_tail)
         new = not self.path.exists()
-        if report.torn_tail:
-            # Our own crash recovery: the cut line never became a record. Its hash goes into
-            # the next record (see runner), so the repair itself is on the chain.
-            self.dropped_tail = report.torn_tail
-            with open(self.path, "r+b") as fh:
-                fh.truncate(self.path.stat().st_size - len(report.torn_tail))
-                os.fsync(fh.fileno())
         self._fh = open(self.path, "ab")  # noqa: SIM115 -- held open for the run's lifetime
         if new:
             if self.fsync:
                 os.fsync(self._fh.fileno())
                 _fsync_dir(self.run_dir)
             self._write_head()
+
+    def _cut_torn_tail(self, fields: dict[str, Any]) -> None:
+        if "dropped_tail_sha256" not in fields:
+            raise NeedlepointError("the first record after a torn tail must record its hash")
+        with open(self.path, "r+b") as fh:
+            fh.truncate(self.path.stat().st_size - len(self.dropped_tail))
+            os.fsync(fh.fileno())
+        self._tail_pending = False
 
     @property
     def count(self) -> int:
@@ -172,6 +203,8 @@ class Journal:
         record = {"format": JOURNAL_FORMAT, "n": self.count, "prev": self.head, "type": type_}
         record.update(fields)
         line = canonical_bytes(record)
+        if self._tail_pending:
+            self._cut_torn_tail(fields)
         self._fh.write(line + b"\n")
         self._fh.flush()
         if self.fsync:
