@@ -238,12 +238,18 @@ def test_documented_float_layouts_are_pythons() -> None:
     assert canonical_bytes([0, 0.0, 2**63 - 1]) == b"[0,0.0,9223372036854775807]"
 
 
-def test_float_temperature_keeps_version_1_but_changes_the_bytes(tmp_path: Path) -> None:
-    """The pitfall PROTOCOL.md warns about: 0.0 equals 0 for the version rule, not in bytes."""
+def test_float_temperature_is_a_change_of_version_1(tmp_path: Path) -> None:
+    """0.0 equals 0 in Python but not in the request bytes, so v1 refuses it (PROTOCOL.md)."""
     path = tmp_path / "float.json"
-    path.write_text('{"temperature": 0.0}', encoding="utf-8")
+    for value, message in (
+        ("0.0", "v1 is frozen; temperature differs"),
+        ("false", "field temperature: expected a finite number, found a boolean"),
+    ):
+        path.write_text(f'{{"temperature": {value}}}', encoding="utf-8")
+        with pytest.raises(NeedlepointError, match=message):
+            load_override(path)
+    path.write_text('{"temperature": 0.0, "version": 2}', encoding="utf-8")
     protocol = load_override(path)
-    assert protocol["version"] == 1
     assert b'"temperature":0.0' in canonical_bytes({"temperature": protocol["temperature"]})
 
 
@@ -291,10 +297,7 @@ def test_templates_are_literal_and_name_is_replaced_after_records_only() -> None
     """Braces are never format syntax; {name} is replaced only in the text after {records}."""
     p = _example_protocol()
     p["version"] = 101
-    for user, question in (
-        ("{records}\nwho is {name}? {code}", "\nwho is {target}? {{code}}"),
-        ("{name} first: {records}", ""),
-    ):
+    for user, question in (("{records}\nwho is {name}? {code}", "\nwho is {target}? {{code}}"),):
         p["templates"] = {"system": "plain", "record": "{{{name}}} {0} {code}", "user": user}
         validate(p)
         case = materials.generate_cases(p)[0]
@@ -305,3 +308,30 @@ def test_templates_are_literal_and_name_is_replaced_after_records_only() -> None
             "{{" + name + "}} {0} " + code for name, code in records
         )
         assert body["messages"][1]["content"] == expected + question.format(target=case.target_name)
+
+
+@pytest.mark.parametrize(
+    ("templates", "message"),
+    [
+        ({"record": "{code} for {name}"}, "field templates.record: {name} must come before {code}"),
+        ({"user": "{name}: {records}"}, "field templates.user: {name} must come after {records}"),
+    ],
+)
+def test_template_order_defects_are_refused_in_validation(templates, message) -> None:
+    """Formerly an internal error in generation and a literal {name} that broke the audit."""
+    p = reference_protocol()
+    p["version"] = 2
+    p["templates"] = {**p["templates"], **templates}
+    with pytest.raises(NeedlepointError, match=re.escape(message)):
+        validate(p)
+
+
+def test_qualifiers_without_two_that_differ_in_both_characters_are_refused() -> None:
+    """Formerly the qualifier-change loop never ended for such a pool."""
+    p = reference_protocol()
+    p["version"] = 2
+    p["names"] = {**p["names"], "qualifiers": ["试验", "试修", "改验", "改修"]}
+    with pytest.raises(
+        NeedlepointError, match=re.escape("field names.qualifiers: '试验' needs at least two")
+    ):
+        validate(p)

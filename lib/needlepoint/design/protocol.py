@@ -14,8 +14,9 @@ from typing import Any
 
 from needlepoint.design import profiles
 from needlepoint.design.identity import design_part
+from needlepoint.design import protocol_schema
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import read_json
+from needlepoint.jsonio import canonical_bytes, read_json
 
 FORMAT = 1
 PROTOCOL_ID = "context-position-similar"
@@ -99,9 +100,14 @@ def _changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> l
         va, vb = a.get(key), b.get(key)
         if isinstance(va, dict) and isinstance(vb, dict):
             changed += _changed_fields(va, vb, f"{prefix}{key}.")
-        elif va != vb:
+        elif _canonical(va) != _canonical(vb):
+            # Compared as the bytes they become: 0, 0.0 and false are different requests.
             changed.append(prefix + key)
     return changed
+
+
+def _canonical(value: Any) -> bytes | None:
+    return None if value is None else canonical_bytes(value)
 
 
 def load_override(path: str | Path) -> dict[str, Any]:
@@ -143,6 +149,7 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
     missing = sorted(set(_REFERENCE) - set(profiles.BODY_FIELDS) - set(p))
     if missing:
         raise NeedlepointError(f"{where}: missing field {missing[0]!r}")
+    protocol_schema.check(p, where, known=(*_REFERENCE, *profiles.OPTIONAL_FIELDS))
     version = p["version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise NeedlepointError(f"{where}: version must be a positive integer")

@@ -1,0 +1,214 @@
+"""Every field of ``protocol.json`` by type and range, and the size limits checked before any
+generation starts.
+
+The generator (``protocol.validate``) and the independent audit both run these checks first, so
+neither ever meets a mistyped field or a design too large to build: a bad protocol is one line,
+``protocol.json: field NAME: problem``. The limits are documented in PROTOCOL.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import Any
+
+from needlepoint.schema import Fields, is_int
+
+# Size limits, checked before anything is generated (PROTOCOL.md, "Limits").
+MAX_CASES = 10_000
+MAX_LENGTH = 100_000  # background records per request
+MAX_LENGTHS = 16
+MAX_REQUESTS = 100_000
+MAX_PREPARED_BYTES = 512 * 1024**2  # estimated requests.jsonl + answer_key.jsonl
+MAX_NAME_SPACE = 2_000_000  # places × sites × qualifiers: every name is indexed in memory
+MAX_POOL = 1_000
+MAX_TEMPLATE_CHARS = 10_000
+MAX_ORDERS = 24
+MAX_TOKENS = 2**31 - 1
+# Analysis: the exact bootstrap enumerates every multiset of cases (analysis.bootstrap), and
+# the Monte Carlo one holds resamples × cases indices and values (12 bytes each).
+MAX_EXACT_BOOTSTRAP = 13
+MAX_RESAMPLES = 1_000_000
+MAX_BOOTSTRAP_BYTES = 2 * 1024**3
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JAVA_TRIM = "".join(chr(c) for c in range(0x21))
+
+
+def check(p: Any, where: str, known: Collection[str]) -> None:
+    """Refuse a protocol whose fields are missing, unknown, mistyped, out of range or too big."""
+    f = Fields(p, where)
+    missing = sorted(set(known) - set(p))
+    if missing:
+        raise f.fail(missing[0], "missing")
+    f.only(sorted(known))
+    _no_surrogates(p, f)
+    f.integer("format")
+    f.text("protocol_id")
+    f.integer("version", low=1)
+    f.text("description")
+    f.text("model", nonempty=True)
+    f.number("temperature", low=0)
+    f.integer("max_tokens", low=1, high=MAX_TOKENS)
+    f.integer("cases", low=1, high=MAX_CASES)
+    lengths = f.array("lengths", is_int, "an integer", nonempty=True)
+    if len(lengths) > MAX_LENGTHS:
+        raise f.fail("lengths", f"at most {MAX_LENGTHS} lengths")
+    for i, n in enumerate(lengths):
+        if n < 12:
+            raise f.fail(f"lengths[{i}]", f"{n}: a background needs at least 12 records")
+        if n > MAX_LENGTH:
+            raise f.fail(f"lengths[{i}]", f"{n} records exceed the limit of {MAX_LENGTH}")
+    f.array("similarities", lambda v: isinstance(v, str), "a string")
+    f.array("conditions", lambda v: isinstance(v, str), "a string")
+    orders = f.array("orders", lambda v: isinstance(v, str), "a string", nonempty=True)
+    if len(orders) > MAX_ORDERS:
+        raise f.fail("orders", f"at most {MAX_ORDERS} orders")
+    seeds = _nested(f, "seeds")
+    seeds.only(("materials", "order"))
+    for name in ("materials", "order"):
+        seeds.integer(name, low=-(2**63) + 1, high=2**63 - 1)
+    unknown = f.text("unknown", nonempty=True)
+    if unknown.strip(_JAVA_TRIM) != unknown:
+        raise f.fail("unknown", "must not start or end with characters that Java trim removes")
+    f.text("code_pattern")
+    _names(_nested(f, "names"))
+    _templates(_nested(f, "templates"))
+    _runner(_nested(f, "runner"))
+    _analysis(_nested(f, "analysis"), p["cases"])
+    check_sizes(p, f)
+
+
+def _nested(f: Fields, name: str) -> Fields:
+    nested = f.nested(name)
+    assert nested is not None  # not optional: missing raised
+    return nested
+
+
+def _no_surrogates(value: Any, f: Fields, path: str = "") -> None:
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            raise f.fail(path or "value", "holds a lone surrogate, which is not Unicode text")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_surrogates(key, f, path or "key")
+            _no_surrogates(item, f, f"{path}.{key}".lstrip("."))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _no_surrogates(item, f, f"{path}[{i}]")
+
+
+def _word(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) == 2
+        and value.isprintable()
+        and not any(c.isspace() or c in "{}" for c in value)
+    )
+
+
+def _names(n: Fields) -> None:
+    n.only(("suffix", "places", "sites", "qualifiers"))
+    if not _word(n.get("suffix", False)):
+        raise n.fail("suffix", "must be two printable characters, no space or brace")
+    sizes = []
+    for pool in ("places", "sites", "qualifiers"):
+        words = n.array(pool, _word, "two printable characters (no space or brace)")
+        if not 3 <= len(words) <= MAX_POOL:
+            raise n.fail(pool, f"needs 3 to {MAX_POOL} words, has {len(words)}")
+        sizes.append(len(words))
+    if sizes[0] * sizes[1] * sizes[2] > MAX_NAME_SPACE:
+        raise n.fail("places", f"places × sites × qualifiers exceeds {MAX_NAME_SPACE} names")
+    quals = n.obj["qualifiers"]
+    for q in quals:
+        # The qualifier change of a near name needs two others that differ in both characters.
+        other = [o for o in set(quals) if o[0] != q[0] and o[1] != q[1]]
+        if len(other) < 2:
+            raise n.fail(
+                "qualifiers",
+                f"{q!r} needs at least two other qualifiers that differ from it in both "
+                "characters (the near-name qualifier change draws until it has two)",
+            )
+
+
+def _templates(t: Fields) -> None:
+    t.only(("system", "record", "user"))
+    for name in ("system", "record", "user"):
+        text = t.text(name)
+        if len(text) > MAX_TEMPLATE_CHARS:
+            raise t.fail(name, f"longer than {MAX_TEMPLATE_CHARS} characters")
+    record, user = t.obj["record"], t.obj["user"]
+    if record.count("{name}") != 1 or record.count("{code}") != 1 or "\n" in record:
+        raise t.fail("record", "needs one {name}, one {code} and no line feed")
+    if record.index("{name}") > record.index("{code}"):
+        raise t.fail("record", "{name} must come before {code}")
+    if user.count("{records}") != 1 or user.count("{name}") != 1:
+        raise t.fail("user", "needs one {records} and one {name}")
+    if user.index("{name}") < user.index("{records}"):
+        raise t.fail("user", "{name} must come after {records} (only the text after is filled)")
+
+
+def _runner(r: Fields) -> None:
+    r.only(("min_gap_s", "stop_statuses", "max_consecutive_failures"))
+    r.number("min_gap_s", low=0, high=86_400)
+    statuses = r.array("stop_statuses", is_int, "an integer")
+    if any(not 100 <= s <= 599 for s in statuses) or len(statuses) > 500:
+        raise r.fail("stop_statuses", "HTTP statuses 100..599, each at most once")
+    r.integer("max_consecutive_failures", low=1, high=1_000_000)
+
+
+def _analysis(a: Fields, cases: int) -> None:
+    a.only(
+        (
+            "threshold",
+            "confidence",
+            "min_complete_cases",
+            "exact_bootstrap_max_cases",
+            "bootstrap_resamples",
+            "bootstrap_seed",
+        )
+    )
+    a.number("threshold", low=-1, high=1)
+    confidence = a.number("confidence")
+    if not 0 < confidence < 1:
+        raise a.fail("confidence", f"{confidence!r} must lie strictly between 0 and 1")
+    a.integer("min_complete_cases", low=1, high=cases)
+    a.integer("exact_bootstrap_max_cases", low=0, high=MAX_EXACT_BOOTSTRAP)
+    resamples = a.integer("bootstrap_resamples", low=1, high=MAX_RESAMPLES)
+    a.integer("bootstrap_seed", low=0, high=2**63 - 1)
+    need = resamples * cases * 12
+    if need > MAX_BOOTSTRAP_BYTES:
+        raise a.fail(
+            "bootstrap_resamples",
+            f"{resamples} resamples of {cases} cases need about {need / 2**30:.1f} GiB "
+            f"(limit {MAX_BOOTSTRAP_BYTES / 2**30:g} GiB)",
+        )
+
+
+def estimated_bytes(p: dict[str, Any]) -> int:
+    """An upper estimate of requests.jsonl plus answer_key.jsonl, from the parameters alone."""
+    names = p["names"]
+    char = max(len(c.encode()) for w in (*names["places"], *names["sites"]) for c in w)
+    name_bytes = 6 * char + len(names["suffix"].encode())
+    t = p["templates"]
+    record = len(t["record"].encode()) + name_bytes + 7 + 2  # plus the code and the "\n"
+    per_block = len(p["conditions"]) * len(p["similarities"]) * p["cases"]
+    total = 0
+    for n in p["lengths"]:
+        body = (n + 1) * record + len(t["user"].encode()) + len(t["system"].encode()) + 400
+        key = (n + 1) * 10 + 400  # codes_present, near codes and names
+        total += per_block * (body + key)
+    return total
+
+
+def check_sizes(p: dict[str, Any], f: Fields) -> None:
+    """Refuse a design too large to generate, before generating anything."""
+    requests = p["cases"] * len(p["lengths"]) * len(p["similarities"]) * len(p["conditions"])
+    if requests > MAX_REQUESTS:
+        raise f.fail("cases", f"the design has {requests} requests (limit {MAX_REQUESTS})")
+    size = estimated_bytes(p)
+    if size > MAX_PREPARED_BYTES:
+        raise f.fail(
+            "lengths",
+            f"the prepared files would hold about {size / 2**20:.0f} MiB "
+            f"(limit {MAX_PREPARED_BYTES // 2**20} MiB)",
+        )
