@@ -40,10 +40,13 @@ def is_int(value: Any) -> bool:
 
 
 def is_number(value: Any) -> bool:
-    """A finite JSON number: int or float, not bool, not NaN or infinite."""
+    """A finite JSON number: a float that is not NaN or infinite, or an integer small enough to
+    become one exactly (|n| <= 2^53); not a boolean."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
-    return not isinstance(value, float) or math.isfinite(value)
+    if isinstance(value, int):
+        return abs(value) <= 2**53
+    return math.isfinite(value)
 
 
 class Fields:

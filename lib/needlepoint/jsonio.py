@@ -15,6 +15,10 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 
+# Deeper than any file this project writes (a journal record: about 70 levels at most), shallow
+# enough that no recursive encoder downstream can run out of stack.
+MAX_JSON_DEPTH = 128
+
 
 def canonical_bytes(value: Any) -> bytes:
     """Return the canonical JSON encoding of ``value``."""
@@ -57,7 +61,7 @@ def parse_json(text: str, where: str, line: int | None = None) -> Any:
     given ``line`` of a JSONL file, or the line within ``text``)."""
     at = f"{where}:{line}" if line is not None else where
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         at = at if line is not None else f"{where}:{exc.lineno}"
         raise NeedlepointError(f"{at}: broken JSON ({exc.msg})") from None
@@ -65,6 +69,20 @@ def parse_json(text: str, where: str, line: int | None = None) -> Any:
         raise NeedlepointError(f"{at}: not JSON ({str(exc)[:120]})") from None
     except RecursionError:
         raise NeedlepointError(f"{at}: JSON nested too deeply") from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise NeedlepointError(f"{at}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def json_depth(value: Any) -> int:
+    """How many objects and lists are nested at the deepest point (iteratively: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def _no_constant(name: str) -> Any:

@@ -42,15 +42,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Exit status of the last-resort guard: an error no check foresaw (BSD's EX_SOFTWARE). Tests
+# assert that no input reaches it; every known bad input is a NeedlepointError (exit 2).
+INTERNAL_ERROR = 70
+
+
+def os_error_line(exc: OSError) -> str:
+    """An operating-system error as ``PATH: reason`` (no permission, missing parent, ...)."""
+    where = exc.filename if exc.filename is not None else "operating system"
+    other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+    return f"{where}{other}: {exc.strerror or type(exc).__name__}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command; user errors become one line on stderr and exit status 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # A file name that is not UTF-8 must print as escapes, not end the command.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         return int(args.func(args) or 0)
     except NeedlepointError as exc:
         print(f"needlepoint {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"needlepoint {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"needlepoint {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        # Last resort: one line instead of a traceback, with its own exit status.
+        text = str(exc).splitlines()[0][:200] if str(exc) else ""
+        print(
+            f"needlepoint {args.command}: internal error: {type(exc).__name__}: {text} "
+            "(a bug: please report it with the command that caused it)",
+            file=sys.stderr,
+        )
+        return INTERNAL_ERROR

@@ -34,10 +34,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_dry_run(args: argparse.Namespace) -> int:
-    from needlepoint.design.budget import dry_run_lines
+    from needlepoint.design.budget import dry_run
 
-    print("\n".join(dry_run_lines(args.dir)))
-    return 0
+    ok, lines = dry_run(args.dir)
+    print("\n".join(lines))
+    return 0 if ok else 1
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:

@@ -8,8 +8,6 @@ against real Java output) and the canonical-JSON helper are shared.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections import Counter
@@ -17,9 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design import protocol_schema
 from needlepoint.design.audit_bodies import audited_design_fingerprint, body_problem
 from needlepoint.design.audit_rules import check_content
 from needlepoint.design.java_random import JavaRandom, shuffle
+from needlepoint.design.prepared_schema import (
+    check_answer,
+    check_manifest,
+    check_plan,
+    check_request,
+    jsonl_values,
+    read_text,
+)
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, sha256_hex
 
@@ -111,20 +118,21 @@ class _Audit:
             raise NeedlepointError(
                 f"{root / 'protocol.json'}: unknown protocol_id {p.get('protocol_id')!r}"
             )
-        for name in FILES[1:]:
-            if not (root / name).is_file():
-                raise NeedlepointError(f"{root / name}: file not found")
-        self.raw_lines = (root / "requests.jsonl").read_bytes().split(b"\n")
-        self.plan = list(csv.DictReader(io.StringIO((root / "plan.csv").read_text("utf-8"))))
-        self.keys = []
-        for i, line in enumerate((root / "answer_key.jsonl").read_text("utf-8").splitlines()):
-            try:
-                self.keys.append(json.loads(line))
-            except ValueError:
-                raise NeedlepointError(
-                    f"{root / 'answer_key.jsonl'}:{i + 1}: broken JSON"
-                ) from None
-        self.manifest = read_json(root / "manifest.json")
+        # Every file is checked against its documented schema first (prepared_schema shares
+        # no code with the generator): the rules below then meet only well-typed values.
+        protocol_schema.check(p, str(root / "protocol.json"))
+        text = read_text(root / "requests.jsonl")
+        self.raw_lines = text.encode("utf-8").split(b"\n")
+        for number, line in jsonl_values(root / "requests.jsonl", text):
+            check_request(line, f"{root / 'requests.jsonl'}:{number}")
+        self.plan = check_plan(root / "plan.csv")
+        self.keys = [
+            check_answer(line, f"{root / 'answer_key.jsonl'}:{number}")
+            for number, line in jsonl_values(root / "answer_key.jsonl")
+        ]
+        self.manifest = check_manifest(
+            read_json(root / "manifest.json"), str(root / "manifest.json")
+        )
         t = p["templates"]
         head, tail = t["record"].split("{name}")
         mid, end = tail.split("{code}")
@@ -155,10 +163,7 @@ class _Audit:
         self.body_bytes: list[bytes] = []
         for i, raw in enumerate(self.raw_lines, start=1):
             c.count += 1
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                raise NeedlepointError(f"{self.root / 'requests.jsonl'}:{i}: broken JSON") from None
+            line = json.loads(raw)  # each line was parsed and checked in __init__
             body_bytes = canonical_bytes(line.get("body")) if isinstance(line, dict) else b""
             if b'{"body":' + body_bytes + b',"seq":' + str(i).encode() + b"}" != raw:
                 c.fail(f"requests.jsonl line {i}: not canonical JSON with keys body, seq")

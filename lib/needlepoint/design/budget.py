@@ -9,6 +9,25 @@ from needlepoint.design.prepared import load_prepared
 from needlepoint.design.profiles import budget_field, text_chars
 
 
+def dry_run(path: str | Path) -> tuple[bool, list[str]]:
+    """``needlepoint dry-run``: verify first, then the plan and budget.
+
+    A budget computed from materials that are not the protocol's would price the wrong run, so
+    a folder that fails verify gets the reasons instead of a plan (and the command exits 1).
+    """
+    from needlepoint.design.verify import verify_prepared
+
+    report = verify_prepared(path)
+    if not report.ok:
+        lines = [f"MISMATCH {problem}" for problem in report.problems]
+        lines.append(
+            f"dry-run FAILED: {path} fails verify ({len(report.problems)} problems), so its "
+            "plan and budget are not the protocol's; prepare a fresh folder"
+        )
+        return False, lines
+    return True, dry_run_lines(path)
+
+
 def dry_run_lines(path: str | Path) -> list[str]:
     """The plan and a budget summary, computed from the folder alone with no network."""
     prepared = load_prepared(path)

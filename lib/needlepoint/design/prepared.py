@@ -7,30 +7,19 @@ and ``manifest.json``. ``load_prepared`` reads them without regenerating anythin
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design import prepared_schema as schema
 from needlepoint.design import protocol as protocol_mod
+from needlepoint.design.prepared_schema import DATA_FILES, PLAN_COLUMNS
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes, iter_jsonl, read_json, sha256_hex
+from needlepoint.jsonio import canonical_bytes, read_json, sha256_hex
 
-PLAN_COLUMNS = (
-    "seq",
-    "block",
-    "pair",
-    "case",
-    "length",
-    "similarity",
-    "condition",
-    "order",
-    "request_sha256",
-)
+__all__ = ["DATA_FILES", "MANIFEST_FORMAT", "PLAN_COLUMNS", "PlanRow", "Prepared", "load_prepared"]
 
-DATA_FILES = ("protocol.json", "requests.jsonl", "plan.csv", "answer_key.jsonl")
 
 MANIFEST_FORMAT = 1
 
@@ -98,46 +87,30 @@ def load_protocol_file(root: Path) -> dict[str, Any]:
 
 
 def read_plan(path: Path) -> tuple[PlanRow, ...]:
-    """Parse plan.csv; a malformed row is a one-line error naming the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NeedlepointError(f"{path}: file not found") from None
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or tuple(rows[0]) != PLAN_COLUMNS:
-        raise NeedlepointError(f"{path}:1: header must be {','.join(PLAN_COLUMNS)}")
-    out = []
-    for number, row in enumerate(rows[1:], start=2):
-        try:
-            values = dict(zip(PLAN_COLUMNS, row, strict=True))
-            out.append(
-                PlanRow(
-                    **{
-                        **values,
-                        **{k: int(values[k]) for k in ("seq", "block", "pair", "length")},
-                    }
-                )
-            )
-        except ValueError:
-            raise NeedlepointError(f"{path}:{number}: malformed plan row") from None
-    return tuple(out)
+    """Parse plan.csv; a malformed row is a one-line error naming the line and field."""
+    return tuple(
+        PlanRow(**{**row, **{k: int(row[k]) for k in ("seq", "block", "pair", "length")}})
+        for row in schema.check_plan(path)
+    )
 
 
 def load_prepared(path: str | Path) -> Prepared:
-    """Load every file of a prepared folder (without verifying it: see verify_prepared)."""
+    """Load every file of a prepared folder (without verifying it: see verify_prepared).
+
+    Each file is checked against its documented schema first, so whatever the folder holds,
+    the result is well typed or the load is refused with one line.
+    """
     root = _folder(path)
     protocol = load_protocol_file(root)
     bodies: dict[int, bytes] = {}
-    for number, line in iter_jsonl(root / "requests.jsonl"):
-        if not isinstance(line, dict) or not isinstance(line.get("seq"), int):
-            raise NeedlepointError(f"{root / 'requests.jsonl'}:{number}: no integer seq")
-        bodies[line["seq"]] = canonical_bytes(line.get("body"))
+    for number, line in schema.jsonl_values(root / "requests.jsonl"):
+        schema.check_request(line, f"{root / 'requests.jsonl'}:{number}")
+        bodies[line["seq"]] = canonical_bytes(line["body"])
     answer_key = {}
-    for number, line in iter_jsonl(root / "answer_key.jsonl"):
-        if not isinstance(line, dict) or not isinstance(line.get("seq"), int):
-            raise NeedlepointError(f"{root / 'answer_key.jsonl'}:{number}: no integer seq")
+    for number, line in schema.jsonl_values(root / "answer_key.jsonl"):
+        schema.check_answer(line, f"{root / 'answer_key.jsonl'}:{number}")
         answer_key[line["seq"]] = line
-    manifest = read_json(root / "manifest.json")
+    manifest = schema.check_manifest(read_json(root / "manifest.json"), str(root / "manifest.json"))
     return Prepared(
         root=root,
         protocol=protocol,
@@ -150,8 +123,8 @@ def load_prepared(path: str | Path) -> Prepared:
 
 
 def frozen_model(prepared: Prepared) -> str:
-    """The single model named by every frozen body."""
-    models = {json.loads(body).get("model") for body in prepared.bodies.values()}
+    """The single model named by every frozen body (each was checked to be an object)."""
+    models = {json.loads(body)["model"] for body in prepared.bodies.values()}
     if len(models) != 1:
         raise NeedlepointError(f"{prepared.root}: frozen bodies name {len(models)} models")
     return str(models.pop())

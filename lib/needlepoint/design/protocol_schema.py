@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from needlepoint.schema import Fields, is_int
+from needlepoint.fields import Fields, is_int
 
 # Size limits, checked before anything is generated (PROTOCOL.md, "Limits").
 MAX_CASES = 10_000
@@ -34,13 +34,43 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))
 
 
-def check(p: Any, where: str, known: Collection[str]) -> None:
-    """Refuse a protocol whose fields are missing, unknown, mistyped, out of range or too big."""
+# The documented top-level fields (PROTOCOL.md, "Parameters").
+FIELDS = (
+    "format",
+    "protocol_id",
+    "version",
+    "description",
+    "model",
+    "temperature",
+    "max_tokens",
+    "cases",
+    "lengths",
+    "similarities",
+    "conditions",
+    "orders",
+    "seeds",
+    "unknown",
+    "code_pattern",
+    "names",
+    "templates",
+    "runner",
+    "analysis",
+)
+
+
+def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
+    """Refuse a protocol whose fields are missing, unknown, mistyped, out of range or too big.
+
+    ``known`` is every field the caller's protocol defines (the generator passes its reference,
+    so fields it adds are allowed); without it, fields beyond the documented ones are left to
+    the caller, as the audit does.
+    """
     f = Fields(p, where)
-    missing = sorted(set(known) - set(p))
+    missing = sorted(set(FIELDS if known is None else known) - set(p))
     if missing:
         raise f.fail(missing[0], "missing")
-    f.only(sorted(known))
+    if known is not None:
+        f.only(sorted(known))
     _no_surrogates(p, f)
     f.integer("format")
     f.text("protocol_id")

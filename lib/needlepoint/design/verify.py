@@ -68,7 +68,7 @@ def _describe_file_difference(name: str, expected: bytes, actual: bytes) -> list
         if name.endswith(".jsonl"):
             try:
                 ev, av = json.loads(e), json.loads(a)
-            except ValueError:
+            except (ValueError, RecursionError):
                 out.append(f"{name} line {i + 1}: not the expected JSON line")
             else:
                 seq = ev.get("seq") if isinstance(ev, dict) else None
@@ -133,7 +133,10 @@ def _check_manifest(root: Path, files: dict[str, bytes], report: VerifyReport) -
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         report.problems.append("manifest.json: unsupported format")
         return
-    recorded = manifest.get("files", {})
+    recorded = manifest.get("files")
+    if not isinstance(recorded, dict):
+        report.problems.append("manifest.json: field files: expected an object")
+        return
     for name in DATA_FILES:
         if recorded.get(name) != sha256_hex(files[name]):
             report.problems.append(f"manifest.json: hash of {name} does not match")

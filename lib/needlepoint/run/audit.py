@@ -17,8 +17,13 @@ from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.prepared import frozen_model
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import file_sha256, read_json
-from needlepoint.run.folder import CONTEXT_NAME, RUN_NAME, read_run_record
+from needlepoint.jsonio import file_sha256
+from needlepoint.run.folder import (
+    CONTEXT_NAME,
+    RUN_NAME,
+    read_context_manifest,
+    read_run_record,
+)
 from needlepoint.run.journal import read_chain
 from needlepoint.run.journal_records import decode_body
 from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive_rows, load_frozen_plan
@@ -207,7 +212,11 @@ def _check_context(root: Path, records: Any, fingerprint: str, audit: RunAuditRe
     if not path.exists():
         audit.warnings.append(f"{path}: missing")
         return
-    manifest = read_json(path)
+    try:
+        manifest = read_context_manifest(root)
+    except NeedlepointError as exc:
+        audit.problems.append(str(exc))
+        return
     audit.count("context manifest")
     if manifest.get("prepared_manifest_sha256") != fingerprint:
         audit.problems.append(f"{path}: prepared_manifest_sha256 differs from the run's")

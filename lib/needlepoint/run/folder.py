@@ -27,6 +27,7 @@ from needlepoint.run.run_record import (
     SimulationRecord,
 )
 from needlepoint.schema import from_plain, to_plain
+from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest
 
 if TYPE_CHECKING:
     from needlepoint.run.settings import Settings
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"
 PROVENANCE_NAME = "provenance.jsonl"
-CONTEXT_FORMAT = 1
 LOCK_NAME = ".lock"
 # Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
 RESUME_FIXED = ("prepared_fingerprint", "simulation", "simulate", "model", "base_url")
@@ -87,6 +87,12 @@ def read_run_record(run_dir: Path) -> RunRecord:
     return record
 
 
+def read_context_manifest(run_dir: Path) -> dict[str, Any]:
+    """Load context_manifest.json, checked field by field."""
+    path = run_dir / CONTEXT_NAME
+    return check_context_manifest(read_json(path), str(path))
+
+
 def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
     """Refuse to resume a run folder with settings that would pool two different runs."""
     for name in RESUME_FIXED:
@@ -108,7 +114,7 @@ def check_not_rewound(run_dir: Path) -> None:
         raise NeedlepointError(f"{run_dir / JOURNAL_NAME}: missing although run.json exists")
     path = run_dir / CONTEXT_NAME
     if path.exists():
-        listed = len(read_json(path).get("sent", []))
+        listed = len(read_context_manifest(run_dir)["sent"])
         sent = sum(r.get("type") == "attempt" for r in read_chain(run_dir).records)
         if listed > sent:
             raise NeedlepointError(

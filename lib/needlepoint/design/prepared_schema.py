@@ -1,0 +1,160 @@
+"""The documented shape of a prepared folder's files, checked before anything uses them.
+
+``load_prepared`` and the independent audit both read the data files through these checks, so
+a truncated, re-encoded or hand-edited file is refused as ``FILE[:LINE]: field NAME: problem``
+(exit 2), never a traceback. Whether the *content* is the protocol's is for verify and audit to
+judge; this module only guarantees that every field is present and of its documented type.
+It imports nothing from the generator, so the audit stays independent of it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import parse_json
+from needlepoint.fields import Fields
+
+PLAN_COLUMNS = (
+    "seq",
+    "block",
+    "pair",
+    "case",
+    "length",
+    "similarity",
+    "condition",
+    "order",
+    "request_sha256",
+)
+DATA_FILES = ("protocol.json", "requests.jsonl", "plan.csv", "answer_key.jsonl")
+_INT_COLUMNS = ("seq", "block", "pair", "length")
+_DIGITS = re.compile(r"[0-9]{1,9}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def read_text(path: Path) -> str:
+    """A data file as UTF-8 text; every failure is one line naming the file (and line)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise NeedlepointError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise NeedlepointError(f"{path}: is a folder, expected a file") from None
+    except OSError as exc:
+        raise NeedlepointError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise NeedlepointError(f"{path}:{line}: not UTF-8 ({exc.reason})") from None
+
+
+def check_plan(path: Path, text: str | None = None) -> list[dict[str, str]]:
+    """plan.csv's rows as dicts of strings: the documented header, nine fields per row,
+    decimal integers where the columns are numbers, a hex SHA-256."""
+    text = read_text(path) if text is None else text
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise NeedlepointError(f"{path}: malformed CSV ({exc})") from None
+    if not rows or tuple(rows[0]) != PLAN_COLUMNS:
+        raise NeedlepointError(f"{path}:1: header must be {','.join(PLAN_COLUMNS)}")
+    out = []
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != len(PLAN_COLUMNS):
+            raise NeedlepointError(
+                f"{path}:{number}: {len(row)} fields, the header has {len(PLAN_COLUMNS)}"
+            )
+        values = dict(zip(PLAN_COLUMNS, row, strict=True))
+        for name in _INT_COLUMNS:
+            if not _DIGITS.fullmatch(values[name]):
+                raise NeedlepointError(
+                    f"{path}:{number}: field {name}: expected a decimal integer, found "
+                    f"{values[name][:20]!r}"
+                )
+        if not _HEX64.fullmatch(values["request_sha256"]):
+            raise NeedlepointError(
+                f"{path}:{number}: field request_sha256: expected a lower-case hex SHA-256"
+            )
+        out.append(values)
+    return out
+
+
+def _no_surrogates(value: Any, f: Fields) -> None:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                raise f.fail("value", "a string holds a lone surrogate (not Unicode text)")
+        elif isinstance(v, dict):
+            stack.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
+def check_request(value: Any, where: str) -> dict[str, Any]:
+    """One requests.jsonl line: ``{"body": {...}, "seq": N}`` with a typed chat body."""
+    f = Fields(value, where)
+    _no_surrogates(value, f)
+    f.integer("seq", low=1)
+    body = f.nested("body")
+    assert body is not None
+    body.text("model")
+    body.number("temperature")
+    body.integer("max_tokens")
+    body.array("messages", lambda m: isinstance(m, dict), "an object")
+    for i, message in enumerate(body.obj["messages"]):
+        m = Fields(message, where, f"body.messages[{i}].")
+        m.text("role")
+        m.text("content")
+    return value
+
+
+def check_answer(value: Any, where: str) -> dict[str, Any]:
+    """One answer_key.jsonl line with every documented field typed."""
+    f = Fields(value, where)
+    _no_surrogates(value, f)
+    f.integer("seq", low=1)
+    for name in ("expected", "target_code", "target_name", "similarity", "condition"):
+        f.text(name)
+    for name in ("codes_present", "near_codes", "near_names", "near_kinds"):
+        f.array(name, lambda v: isinstance(v, str), "a string")
+    return value
+
+
+def check_manifest(value: Any, where: str) -> dict[str, Any]:
+    """manifest.json: format, package_version, a SHA-256 per data file, source hashes."""
+    f = Fields(value, where)
+    f.integer("format")
+    f.text("package_version")
+    files = f.nested("files")
+    assert files is not None
+    for name in DATA_FILES:
+        files.sha256(name)
+    sources = f.nested("sources", optional=True)
+    if sources is not None:
+        for name, digest in sources.obj.items():
+            if not isinstance(digest, str):
+                raise sources.fail(name, "expected a string")
+    return value
+
+
+def jsonl_values(path: Path, text: str | None = None) -> list[tuple[int, Any]]:
+    """``(line, value)`` for each line of a JSONL data file; a blank line is refused."""
+    text = read_text(path) if text is None else text
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise NeedlepointError(f"{path}:{number}: empty line")
+        out.append((number, parse_json(line, str(path), number)))
+    return out

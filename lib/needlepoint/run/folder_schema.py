@@ -1,0 +1,35 @@
+"""The documented fields of ``context_manifest.json``, checked on every read.
+
+A run folder may be copied, archived and handed around; whoever reads it back (resume,
+``audit-run``) meets a damaged file as one line naming the field, never a traceback.
+(``run.json`` is read through its typed record, ``run_record.RunRecord``.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from needlepoint.fields import Fields
+
+CONTEXT_FORMAT = 1
+
+
+def check_context_manifest(value: Any, where: str) -> dict[str, Any]:
+    """context_manifest.json: the prepared folder's hashes and every request body sent."""
+    f = Fields(value, where)
+    f.choice("format", (CONTEXT_FORMAT,))
+    f.text("prepared_dir")
+    f.sha256("prepared_manifest_sha256")
+    files = f.nested("prepared_files")
+    assert files is not None
+    for name in files.obj:
+        files.sha256(name)
+    f.array("sent", lambda v: isinstance(v, dict), "an object")
+    for i, entry in enumerate(f.obj["sent"]):
+        e = Fields(entry, where, f"sent[{i}].")
+        e.integer("seq")
+        e.sha256("request_sha256")
+        e.text("time")
+    f.integer("journal_records", low=0)
+    f.sha256("journal_sha256")
+    return value
