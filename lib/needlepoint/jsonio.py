@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,32 +89,20 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each line of a JSONL file; errors name file and line."""
-    p = Path(path)
-    try:
-        fh = p.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise NeedlepointError(f"{p}: file not found") from None
-    with fh:
-        try:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    raise NeedlepointError(f"{p}:{number}: empty line")
-                yield number, parse_json(line, str(p), number)
-        except UnicodeDecodeError as exc:
-            raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason})") from None
-
-
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write a file via a temporary sibling and rename, so a crash never leaves half a file."""
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except OSError as exc:
+        if not p.parent.is_dir():
+            raise NeedlepointError(f"{p}: cannot write: {p.parent} is not a folder") from None
+        raise NeedlepointError(f"{p}: cannot write ({exc.strerror})") from None
 
 
 def jsonl_bytes(values: Iterable[Any]) -> bytes:

@@ -204,3 +204,23 @@ def test_iso_round_trip_keeps_nanoseconds() -> None:
     assert iso_from_ns(parse_instant("2025-03-14T12:08:00Z")) == "2025-03-14T12:08:00Z"
     assert iso_from_ns(parse_instant("2025-03-14T12:08:00+01:00")) == "2025-03-14T11:08:00Z"
     assert iso_from_ns(1_741_954_080_000_000_001) == "2025-03-14T12:08:00.000000001Z"
+
+
+def test_results_jsonl_accepts_a_leading_bom(tmp_path: Path) -> None:
+    path = results(tmp_path / "r.jsonl", [result(), result(question_id="q2")])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [r.line for r in read_results(path)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"format": NaN}', r"r\.jsonl:1: not JSON"),
+        ("[" * 5000 + "]" * 5000, r"r\.jsonl:1: JSON nested"),
+        ('\n{"a": 1}', r"r\.jsonl:1: empty line"),
+    ],
+)
+def test_results_jsonl_hostile_lines_are_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(text, encoding="utf-8")
+    assert re.search(expected, error(read_results, path))

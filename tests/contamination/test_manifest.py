@@ -180,3 +180,56 @@ def test_manifest_hash_does_not_depend_on_where_the_root_is(
     a, b = build_manifest(workspace), build_manifest(copy)
     assert a.root != b.root and a.files == b.files
     assert a.sha256 == b.sha256
+
+
+@pytest.mark.parametrize("path", ["../outside.md", "/etc/passwd", "memory/../../x", "a//b", "."])
+def test_manifest_path_outside_its_root_is_refused(tmp_path: Path, path: str) -> None:
+    entry = {"path": path, "size": 1, "mtime_ns": 1, "sha256": "a" * 64}
+    doc = {"format": "contamination-manifest/1", "root": ".", "includes": [], "files": [entry]}
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    with pytest.raises(NeedlepointError, match=r"files\[0\]\.path'.*not a path inside the root"):
+        read_manifest(tmp_path / "m.json")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("mtime_ns", 10**30), ("mtime_ns", -1), ("sha256", "x"), ("size", -5)]
+)
+def test_manifest_numbers_and_hashes_out_of_range_are_refused(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    entry = {"path": "a.md", "size": 1, "mtime_ns": 1, "sha256": "a" * 64, field: value}
+    doc = {"format": "contamination-manifest/1", "root": ".", "includes": [], "files": [entry]}
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    with pytest.raises(NeedlepointError, match=r"files\[0\]\."):
+        read_manifest(tmp_path / "m.json")
+
+
+def test_symlinks_to_the_filesystem_root_and_dev_fd_end_cleanly(workspace: Path) -> None:
+    (workspace / "memory" / "root").symlink_to("/")
+    (workspace / "memory" / "up").symlink_to("..")
+    (workspace / "memory" / "fd").symlink_to("/dev/fd")
+    m = build_manifest(workspace)
+    kinds = {(p.path, p.kind) for p in m.problems}
+    assert ("memory/root", "symlink-loop") in kinds and ("memory/up", "symlink-loop") in kinds
+    assert ("memory/fd", "symlink-outside-root") in kinds
+    assert all(not e.path.startswith(("memory/root/", "memory/up/")) for e in m.files)
+
+
+def test_a_walk_past_its_entry_limit_is_one_line(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from needlepoint.contamination import select
+
+    monkeypatch.setattr(select, "MAX_ENTRIES", 3)
+    with pytest.raises(NeedlepointError, match="more than 3 entries"):
+        build_manifest(workspace)
+
+
+def test_manifest_out_in_a_missing_folder_is_one_line(workspace: Path, tmp_path: Path) -> None:
+    from support.fuzz import run_cli
+
+    out = tmp_path / "missing" / "dir" / "m.json"
+    code, _, err = run_cli(
+        ["contamination", "manifest", "--root", str(workspace), "--out", str(out)]
+    )
+    assert code == 2 and err.count("\n") == 1 and "is not a folder" in err

@@ -19,6 +19,10 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 
 
+# The checks hold each context file's text in memory; a larger file is reported, not read.
+MAX_TEXT_BYTES = 256 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class ContextFile:
     """One context file's text, with the modification time the checks go by."""
@@ -98,7 +102,14 @@ def _read(
             if not stat.S_ISREG(st.st_mode):
                 problems.append(Problem(path, "not-a-regular-file", stat.filemode(st.st_mode)))
                 return None
-            return st, fh.read()
+            if st.st_size > MAX_TEXT_BYTES:
+                problems.append(Problem(path, "too-large", f"{st.st_size} bytes"))
+                return None
+            data = fh.read(MAX_TEXT_BYTES + 1)
+            if len(data) > MAX_TEXT_BYTES:  # it grew while we read it
+                problems.append(Problem(path, "too-large", f"over {MAX_TEXT_BYTES} bytes"))
+                return None
+            return st, data
     except OSError as exc:
         problems.append(Problem(path, "unreadable", exc.strerror or str(exc)))
         return None

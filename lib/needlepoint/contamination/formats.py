@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import iter_jsonl
+from needlepoint.jsonio import parse_json
 
 REFERENCE_FORMAT = "contamination-reference/1"
 DISCARDS_FORMAT = "contamination-discards/1"
@@ -278,19 +278,21 @@ def _result_row(p: Path, line: int, obj: Any) -> ResultRow:
 def read_results(path: str | os.PathLike[str]) -> tuple[ResultRow, ...]:
     """Read a results JSONL file; an absent or null ``tool_calls`` is kept as None, not an error."""
     p = Path(path)
-    read_text(p)  # existence and encoding errors, with the line of the bad byte
+    # read_text drops a leading BOM and names the line of a bad byte.
+    lines = read_text(p).split("\n")
+    if lines[-1] == "":
+        lines.pop()
     rows: list[ResultRow] = []
     seen: dict[tuple[str, str], int] = {}
-    try:
-        for line, obj in iter_jsonl(p):
-            row = _result_row(p, line, obj)
-            key = (row.run_id, row.question_id)
-            if key in seen:
-                raise _fail(p, line, "question_id", f"repeats line {seen[key]} of the same run")
-            seen[key] = line
-            rows.append(row)
-    except OSError as exc:
-        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    for line, text in enumerate(lines, start=1):
+        if not text.strip():
+            raise NeedlepointError(f"{p}:{line}: empty line")
+        row = _result_row(p, line, parse_json(text, str(p), line))
+        key = (row.run_id, row.question_id)
+        if key in seen:
+            raise _fail(p, line, "question_id", f"repeats line {seen[key]} of the same run")
+        seen[key] = line
+        rows.append(row)
     if not rows:
         raise NeedlepointError(f"{p}:1: no result rows")
     return tuple(rows)

@@ -118,6 +118,20 @@ def _field(p: Path, where: str, obj: dict[str, Any], name: str, kind: type) -> A
     return value
 
 
+# The last instant datetime can show (9999-12-31): later mtimes cannot be written as ISO dates.
+_MAX_MTIME_NS = 253_402_300_799 * 10**9
+
+
+def _relative(p: Path, where: str, path: str) -> str:
+    """A frozen path must stay inside its root: relative, no '..', no empty segment."""
+    parts = path.split("/")
+    if path.startswith("/") or any(s in ("", ".", "..") for s in parts) or "\0" in path:
+        raise NeedlepointError(
+            f"{p}: field '{where}path': {path[:80]!r} is not a path inside the root"
+        )
+    return path
+
+
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Load a manifest written by :func:`write_manifest`; errors name the file and the field."""
     p = Path(path)
@@ -140,16 +154,21 @@ def read_manifest(path: str | os.PathLike[str]) -> Manifest:
         link = f.get("link")
         if link is not None and not isinstance(link, str):
             raise NeedlepointError(f"{p}: field '{where}link': expected a string or null")
-        entries.append(
-            ManifestEntry(
-                _field(p, where, f, "path", str),
-                _field(p, where, f, "size", int),
-                _field(p, where, f, "mtime_ns", int),
-                _field(p, where, f, "sha256", str),
-                link,
-                bool(f.get("outside_root", False)),
-            )
+        entry = ManifestEntry(
+            _relative(p, where, _field(p, where, f, "path", str)),
+            _field(p, where, f, "size", int),
+            _field(p, where, f, "mtime_ns", int),
+            _field(p, where, f, "sha256", str),
+            link,
+            f.get("outside_root", False),
         )
+        if not isinstance(entry.outside_root, bool):
+            raise NeedlepointError(f"{p}: field '{where}outside_root': expected true or false")
+        if entry.size < 0 or not 0 <= entry.mtime_ns <= _MAX_MTIME_NS:
+            raise NeedlepointError(f"{p}: field '{where}mtime_ns': not a time from 1970 to 9999")
+        if len(entry.sha256) != 64 or set(entry.sha256) - set("0123456789abcdef"):
+            raise NeedlepointError(f"{p}: field '{where}sha256': expected a hex SHA-256")
+        entries.append(entry)
     problems = []
     for i, q in enumerate(doc.get("problems", [])):
         if not isinstance(q, dict):
