@@ -63,6 +63,7 @@ HOSTILE = {
         "unparsable_json",
     ),
     "not json": (b"<html>502</html>", "unparsable_json"),
+    "a million objects": (b"[" + b"{}," * 600_000 + b"{}]", "json_too_large"),
     "empty": (b"", "unparsable_json"),
 }
 

@@ -82,9 +82,15 @@ def test_faulty_run_injects_every_failure_kind(reference_dir, tmp_path):
     assert [r for r, _ in reasons[:3]] == ["stop_status"] * 3
     assert [d.split()[1] for _, d in reasons[:3]] == ["429", "401", "403"]
     seen = {k for _, _, k in kinds(run)}
-    # Not simulated: interrupted needs a dying process, body_too_large 16 MiB per outcome (the
-    # loopback tests serve it), and uninterpretable guards against errors no one foresaw.
-    unsimulated = {"indeterminate_interrupted", "body_too_large", "uninterpretable"}
+    # Not simulated: interrupted needs a dying process; body_too_large and json_too_large need
+    # megabytes per outcome (the loopback tests serve them); uninterpretable guards against
+    # errors no one foresaw.
+    unsimulated = {
+        "indeterminate_interrupted",
+        "body_too_large",
+        "json_too_large",
+        "uninterpretable",
+    }
     missing = set(PROTOCOL_FAILURE_KINDS) - seen - unsimulated
     assert not missing
     assert any(o["cost"] is None and o["http_status"] == 200 for o in of_type(run, "outcome"))

@@ -15,6 +15,8 @@ halfway through the body); for reasoning models: ``think:TEXT`` (a leading
 ``<think>TEXT</think>`` before the answer), ``reasoning:TEXT`` (``message.reasoning_content``
 beside the answer) and ``length_empty`` (``finish_reason: length``, empty content: the budget
 went into reasoning). The last three report ``completion_tokens_details.reasoning_tokens``.
+``serve:NAME`` sends a hostile body registered with ``serve()``: exact bytes and headers, for
+example a gzip bomb or a lone surrogate.
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ class _Handler(BaseHTTPRequestHandler):
         if name == "broken_json":
             self._send(200, b'{"choices": [{"message": ', number)
             return
+        if name == "serve":
+            out, extra = owner.served[arg]
+            self._send(200, out(payload) if callable(out) else out, number, extra)
+            return
         if name in ("empty", "length_empty"):
             content = ""
         elif name == "think":
@@ -130,16 +136,22 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, out, number)
 
-    def _send_headers(self, code: int, length: int, number: int) -> None:
+    def _send_headers(
+        self, code: int, length: int, number: int, extra: dict[str, str] | None = None
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(length))
         self.send_header("x-request-id", f"loop-{number}")
         self.send_header("Connection", "close")
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
         self.end_headers()
 
-    def _send(self, code: int, out: bytes, number: int) -> None:
-        self._send_headers(code, len(out), number)
+    def _send(
+        self, code: int, out: bytes, number: int, extra: dict[str, str] | None = None
+    ) -> None:
+        self._send_headers(code, len(out), number, extra)
         self.wfile.write(out)
 
     def _trickle_headers(self, out: bytes, interval: float, stop: threading.Event) -> None:
@@ -172,6 +184,8 @@ class LoopbackServer:
         self.answer = answer or (lambda body, payload: "UNKNOWN")
         self.delay_s = delay_s
         self.requests: list[Received] = []
+        # serve:NAME bodies: bytes, or a function of the request payload, with extra headers.
+        self.served: dict[str, tuple[Any, dict[str, str]]] = {}
         self._script: deque[str] = deque()
         self._lock = threading.Condition()
         self._stop = threading.Event()
@@ -190,6 +204,11 @@ class LoopbackServer:
     def count(self) -> int:
         with self._lock:
             return len(self.requests)
+
+    def serve(self, name: str, body: Any, headers: dict[str, str] | None = None) -> str:
+        """Register a body for mode ``serve:NAME`` and return that mode."""
+        self.served[name] = (body, headers or {})
+        return f"serve:{name}"
 
     def script(self, modes: Iterable[str]) -> None:
         """Queue modes for the next requests, in arrival order."""

@@ -33,6 +33,8 @@ from needlepoint.run.scoring import (
 )
 
 _INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens", "reasoning_tokens")
+# A results.csv cell can hold a whole response body (at most 16 MiB), escaped for CSV.
+RESULTS_FIELD_LIMIT = 64 * 1024 * 1024
 _FLOAT_FIELDS = ("latency_s", "cost")
 _HEX = frozenset("0123456789abcdef")
 
@@ -206,6 +208,19 @@ def read_results_csv(path: str | Path) -> list[tuple[int, dict[str, str]]]:
         fh = p.open(encoding="utf-8", newline="")
     except FileNotFoundError:
         raise NeedlepointError(f"{p}: file not found") from None
+    except OSError as exc:
+        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    # response_text holds a whole answer, up to the runner's body limit: far past csv's default
+    # field limit (128 KiB), which would refuse the results.csv that `results` wrote.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, RESULTS_FIELD_LIMIT))
+    try:
+        return _read_rows(p, fh)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _read_rows(p: Path, fh: Any) -> list[tuple[int, dict[str, str]]]:
     with fh:
         try:
             reader = csv.reader(fh)

@@ -18,7 +18,6 @@ from needlepoint.contamination.select import DEFAULT_INCLUDES, Problem, select_f
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 
-
 # The checks hold each context file's text in memory; a larger file is reported, not read.
 MAX_TEXT_BYTES = 256 * 1024 * 1024
 

@@ -31,6 +31,9 @@ MAX_EXACT_BOOTSTRAP = 13
 MAX_RESAMPLES = 1_000_000
 MAX_BOOTSTRAP_BYTES = 2 * 1024**3
 _SURROGATE = re.compile("[\ud800-\udfff]")
+CODE_PATTERN = r"[A-Z]{2}-[0-9]{4}"
+SIMILARITIES = ("low", "high")
+CONDITIONS = ("B", "M", "E", "A")
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))
 
 
@@ -88,11 +91,19 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
             raise f.fail(f"lengths[{i}]", f"{n}: a background needs at least 12 records")
         if n > MAX_LENGTH:
             raise f.fail(f"lengths[{i}]", f"{n} records exceed the limit of {MAX_LENGTH}")
-    f.array("similarities", lambda v: isinstance(v, str), "a string")
-    f.array("conditions", lambda v: isinstance(v, str), "a string")
+    if len(set(lengths)) != len(lengths):
+        raise f.fail("lengths", "must not repeat")
+    for name, fixed in (("similarities", SIMILARITIES), ("conditions", CONDITIONS)):
+        if f.get(name, False) != list(fixed):
+            raise f.fail(name, f"fixed by the design at {list(fixed)}")
     orders = f.array("orders", lambda v: isinstance(v, str), "a string", nonempty=True)
     if len(orders) > MAX_ORDERS:
         raise f.fail("orders", f"at most {MAX_ORDERS} orders")
+    for i, order in enumerate(orders):
+        if sorted(order.split("-")) != sorted(CONDITIONS):
+            raise f.fail(f"orders[{i}]", f"{order[:40]!r} is not a permutation of B, M, E, A")
+    if p["cases"] % len(orders):
+        raise f.fail("cases", f"must be a multiple of the {len(orders)} orders")
     seeds = _nested(f, "seeds")
     seeds.only(("materials", "order"))
     for name in ("materials", "order"):
@@ -100,7 +111,9 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
     unknown = f.text("unknown", nonempty=True)
     if unknown.strip(_JAVA_TRIM) != unknown:
         raise f.fail("unknown", "must not start or end with characters that Java trim removes")
-    f.text("code_pattern")
+    if re.fullmatch(CODE_PATTERN, unknown):
+        raise f.fail("unknown", "must not be a code")
+    f.choice("code_pattern", (CODE_PATTERN,))
     _names(_nested(f, "names"))
     _templates(_nested(f, "templates"))
     _runner(_nested(f, "runner"))
@@ -148,6 +161,9 @@ def _names(n: Fields) -> None:
         sizes.append(len(words))
     if sizes[0] * sizes[1] * sizes[2] > MAX_NAME_SPACE:
         raise n.fail("places", f"places × sites × qualifiers exceeds {MAX_NAME_SPACE} names")
+    words = [w for pool in ("places", "sites", "qualifiers") for w in n.obj[pool]]
+    if len(set(words)) != len(words):
+        raise n.fail("places", "a word repeats, within a pool or across pools")
     quals = n.obj["qualifiers"]
     for q in quals:
         # The qualifier change of a near name needs two others that differ in both characters.
@@ -175,6 +191,8 @@ def _templates(t: Fields) -> None:
         raise t.fail("user", "needs one {records} and one {name}")
     if user.index("{name}") < user.index("{records}"):
         raise t.fail("user", "{name} must come after {records} (only the text after is filled)")
+    if "{" in t.obj["system"] or re.search(CODE_PATTERN, t.obj["system"]):
+        raise t.fail("system", "must be plain text: no { and no code")
 
 
 def _runner(r: Fields) -> None:

@@ -21,15 +21,20 @@ MAX_DEPTH = 64
 # Token counts beyond 2^53 are not exactly representable as JSON numbers in most languages.
 MAX_TOKENS = 2**53
 USAGE_TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+# Parsed JSON costs about 50 bytes per value: 16 MiB of "{}," would become 5.6 million objects
+# (hundreds of MB). A chat answer holds a few hundred values; refusing past a million keeps the
+# memory of interpreting any body bounded. Counted on the raw bytes before parsing.
+MAX_JSON_VALUES = 1_000_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 UNPARSABLE = "unparsable_json"
 TOO_DEEP = "json_too_deep"
+TOO_MANY = "json_too_large"
 BAD_UNICODE = "invalid_unicode"
 BAD_USAGE = "usage_invalid"
 UNINTERPRETABLE = "uninterpretable"
 # The kinds this module can give, in the order they are checked.
-BODY_FAILURE_KINDS = (UNPARSABLE, TOO_DEEP, BAD_UNICODE, BAD_USAGE)
+BODY_FAILURE_KINDS = (UNPARSABLE, TOO_MANY, TOO_DEEP, BAD_UNICODE, BAD_USAGE)
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,9 @@ def parse_response(body: bytes | None) -> Parsed:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Parsed(None, UNPARSABLE, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+    values = body.count(b",") + body.count(b"{") + body.count(b"[") + body.count(b'"') // 2
+    if values > MAX_JSON_VALUES:
+        return Parsed(None, TOO_MANY, f"about {values} JSON values (limit {MAX_JSON_VALUES})")
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:

@@ -19,6 +19,7 @@ from needlepoint.run.interpret import cost_of, parse_response
 from needlepoint.run.scoring import Classification, classify, classify_safely
 
 REDACTED = "[REDACTED]"
+_CONTROLS = bytes(range(0x20))
 
 
 class Scrubber:
@@ -42,13 +43,27 @@ class Scrubber:
 
 
 def encode_body(body: bytes | None) -> tuple[str | None, str | None]:
-    """Raw body as journal text: UTF-8 when it decodes, base64 otherwise."""
+    """Raw body as journal text: UTF-8 when it decodes, base64 otherwise.
+
+    Also base64 when JSON escaping would more than double the text (16 MiB of control
+    characters would become a 96 MB line): the journal line stays within a small multiple of
+    the body limit whatever a server sends.
+    """
     if body is None:
         return None, None
     try:
-        return body.decode("utf-8"), "utf-8"
+        text = body.decode("utf-8")
     except UnicodeDecodeError:
         return base64.b64encode(body).decode("ascii"), "base64"
+    if _escaped_extra(body) > len(body):
+        return base64.b64encode(body).decode("ascii"), "base64"
+    return text, "utf-8"
+
+
+def _escaped_extra(body: bytes) -> int:
+    """Bytes that JSON escaping adds: one per quote and backslash, up to five per control."""
+    controls = len(body) - len(body.translate(None, _CONTROLS))
+    return body.count(b'"') + body.count(b"\\") + 5 * controls
 
 
 def decode_body(record: dict[str, Any]) -> bytes | None:
