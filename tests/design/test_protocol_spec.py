@@ -238,19 +238,28 @@ def test_documented_float_layouts_are_pythons() -> None:
     assert canonical_bytes([0, 0.0, 2**63 - 1]) == b"[0,0.0,9223372036854775807]"
 
 
-def test_float_temperature_is_a_change_of_version_1(tmp_path: Path) -> None:
-    """0.0 equals 0 in Python but not in the request bytes, so v1 refuses it (PROTOCOL.md)."""
+def test_float_temperature_keeps_version_1_but_changes_the_bytes(tmp_path: Path) -> None:
+    """temperature is a model-variant field: 0.0 is a v1 variant whose bytes differ from v1's."""
     path = tmp_path / "float.json"
-    for value, message in (
-        ("0.0", "v1 is frozen; temperature differs"),
-        ("false", "field temperature: expected a finite number, found a boolean"),
-    ):
-        path.write_text(f'{{"temperature": {value}}}', encoding="utf-8")
-        with pytest.raises(NeedlepointError, match=message):
-            load_override(path)
-    path.write_text('{"temperature": 0.0, "version": 2}', encoding="utf-8")
+    path.write_text('{"temperature": 0.0}', encoding="utf-8")
     protocol = load_override(path)
+    assert protocol["version"] == 1
     assert b'"temperature":0.0' in canonical_bytes({"temperature": protocol["temperature"]})
+    path.write_text('{"temperature": false}', encoding="utf-8")
+    with pytest.raises(NeedlepointError, match="field temperature: expected a finite number"):
+        load_override(path)
+
+
+def test_design_fields_are_compared_as_their_canonical_bytes() -> None:
+    """Python finds 8 == 8.0 == True; the version rule, like the fingerprint, does not."""
+    from needlepoint.design.protocol import _changed_fields
+
+    for other in (8.0, True):
+        assert _changed_fields({"cases": 8}, {"cases": other}) == ["cases"]
+    assert _changed_fields({"cases": 8}, {"cases": 8}) == []
+    p = reference_protocol() | {"cases": 8.0}
+    with pytest.raises(NeedlepointError, match="field cases: expected an integer"):
+        validate(p)
 
 
 def test_power_of_two_bound_needs_a_64_bit_product() -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import parse_json
 from needlepoint.fields import Fields
+from needlepoint.jsonio import parse_json
 
 PLAN_COLUMNS = (
     "seq",
@@ -100,20 +100,30 @@ def _no_surrogates(value: Any, f: Fields) -> None:
 
 
 def check_request(value: Any, where: str) -> dict[str, Any]:
-    """One requests.jsonl line: ``{"body": {...}, "seq": N}`` with a typed chat body."""
+    """One requests.jsonl line: ``{"body": {...}, "seq": N}``, the body's fields typed.
+
+    Which fields a body holds depends on its body profile (chat and reasoning send
+    ``messages``, completion a ``prompt``); which belong is for verify and audit to judge.
+    """
     f = Fields(value, where)
     _no_surrogates(value, f)
     f.integer("seq", low=1)
     body = f.nested("body")
     assert body is not None
     body.text("model")
-    body.number("temperature")
-    body.integer("max_tokens")
-    body.array("messages", lambda m: isinstance(m, dict), "an object")
-    for i, message in enumerate(body.obj["messages"]):
-        m = Fields(message, where, f"body.messages[{i}].")
-        m.text("role")
-        m.text("content")
+    body.number("temperature", optional=True)
+    for name in ("max_tokens", "max_completion_tokens"):
+        body.integer(name, optional=True)
+    body.text("reasoning_effort", optional=True)
+    body.array("stop", lambda v: isinstance(v, str), "a string", optional=True)
+    if "prompt" in body.obj or "messages" not in body.obj:
+        body.text("prompt")
+    if "messages" in body.obj:
+        body.array("messages", lambda m: isinstance(m, dict), "an object")
+        for i, message in enumerate(body.obj["messages"]):
+            m = Fields(message, where, f"body.messages[{i}].")
+            m.text("role")
+            m.text("content")
     return value
 
 
@@ -138,6 +148,7 @@ def check_manifest(value: Any, where: str) -> dict[str, Any]:
     assert files is not None
     for name in DATA_FILES:
         files.sha256(name)
+    f.sha256("design_fingerprint", optional=True)  # absent from manifests older than it
     sources = f.nested("sources", optional=True)
     if sources is not None:
         for name, digest in sources.obj.items():

@@ -12,9 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design import profiles
+from needlepoint.design import profiles, protocol_schema
 from needlepoint.design.identity import design_part
-from needlepoint.design import protocol_schema
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, read_json
 

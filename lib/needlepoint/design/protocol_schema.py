@@ -37,15 +37,24 @@ CONDITIONS = ("B", "M", "E", "A")
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))
 
 
-# The documented top-level fields (PROTOCOL.md, "Parameters").
+# Fields that shape a request body (profiles.BODY_FIELDS): which are present depends on the
+# body profile, so they are typed here when present and required by the profile's rules.
+BODY_FIELDS = (
+    "body_profile",
+    "temperature",
+    "max_tokens",
+    "max_completion_tokens",
+    "reasoning_effort",
+    "stop",
+    "answer_cue",
+)
+# The documented top-level fields besides the body fields (PROTOCOL.md, "Parameters").
 FIELDS = (
     "format",
     "protocol_id",
     "version",
     "description",
     "model",
-    "temperature",
-    "max_tokens",
     "cases",
     "lengths",
     "similarities",
@@ -69,7 +78,8 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
     the caller, as the audit does.
     """
     f = Fields(p, where)
-    missing = sorted(set(FIELDS if known is None else known) - set(p))
+    # Body fields depend on the body profile: profiles.validate_body_fields requires them.
+    missing = sorted(set(FIELDS if known is None else known) - set(BODY_FIELDS) - set(p))
     if missing:
         raise f.fail(missing[0], "missing")
     if known is not None:
@@ -80,8 +90,10 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
     f.integer("version", low=1)
     f.text("description")
     f.text("model", nonempty=True)
-    f.number("temperature", low=0)
-    f.integer("max_tokens", low=1, high=MAX_TOKENS)
+    # body_profile, reasoning_effort, stop and answer_cue: profiles.validate_body_fields.
+    f.number("temperature", low=0, optional=True)
+    for budget in ("max_tokens", "max_completion_tokens"):
+        f.integer(budget, high=MAX_TOKENS, optional=True)  # >= 1: the profile's rule
     f.integer("cases", low=1, high=MAX_CASES)
     lengths = f.array("lengths", is_int, "an integer", nonempty=True)
     if len(lengths) > MAX_LENGTHS:

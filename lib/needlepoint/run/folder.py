@@ -19,6 +19,7 @@ from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
+from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest
 from needlepoint.run.run_record import (
     RUN_FORMAT,
     RUN_KIND,
@@ -27,7 +28,6 @@ from needlepoint.run.run_record import (
     SimulationRecord,
 )
 from needlepoint.schema import from_plain, to_plain
-from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest
 
 if TYPE_CHECKING:
     from needlepoint.run.settings import Settings

@@ -137,13 +137,6 @@ def usage_problem(data: Any) -> str:
     return ""
 
 
-def usage_of(body: bytes | None) -> dict[str, Any] | None:
-    """The ``usage`` object to journal: only from a body that interprets cleanly."""
-    parsed = parse_response(body)
-    usage = parsed.data.get("usage") if isinstance(parsed.data, dict) else None
-    return usage if isinstance(usage, dict) else None
-
-
 def cost_of(usage: Any, input_rate: float | None, output_rate: float | None) -> float | None:
     """Money for one response; None (unknown, never 0) without usage, rates, or a finite sum."""
     if input_rate is None or output_rate is None or not isinstance(usage, dict):
