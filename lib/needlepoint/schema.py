@@ -16,6 +16,7 @@ import typing
 from typing import Any, TypeVar
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.fields import is_number
 
 R = TypeVar("R")
 
@@ -106,7 +107,9 @@ def _scalar(tp: Any, value: Any, where: str) -> Any:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif tp is float:
         # An integer stays an integer: its JSON bytes (2 versus 2.0) must survive a round trip.
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        # Finite, and an integer no larger than a double holds exactly, so arithmetic on it
+        # can neither overflow nor turn into inf or NaN.
+        ok = is_number(value)
     elif tp is str:
         ok = isinstance(value, str)
     else:

@@ -195,6 +195,9 @@ def test_key_never_written_even_when_echoed(reference_dir, tmp_path, server, cap
         ({"simulate": "position"}, "drop --base-url"),
         ({"simulate": "bogus", "base_url": None, "api_key_env": None}, "must be one of"),
         ({"timeout_s": 0}, "--timeout-s must be positive"),
+        ({"base_url": "http://api.example.com/v1"}, "travel unencrypted to api.example.com"),
+        ({"base_url": "http://10.0.0.7:8080/v1"}, "or --allow-insecure-http"),
+        ({"base_url": "http://127.0.0.1.example.com/v1"}, "travel unencrypted"),
     ],
 )
 def test_refuses_to_start(reference_dir, tmp_path, server, change, message):
@@ -204,6 +207,33 @@ def test_refuses_to_start(reference_dir, tmp_path, server, change, message):
         live(reference_dir, tmp_path / "run", server, allow=allow, **change)
     assert server.count == 0
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.9.8.7", "[::1]", "localhost", "LOCALHOST"], ids=str
+)
+def test_plain_http_to_loopback_needs_no_flag(host):
+    from urllib.parse import urlsplit
+
+    from needlepoint.run.settings import is_loopback
+
+    assert is_loopback(urlsplit(f"http://{host}:8000/v1").hostname)
+
+
+def test_insecure_http_is_allowed_only_by_the_flag_and_recorded(
+    reference_dir, tmp_path, server, monkeypatch
+):
+    # The loopback server stands in for a remote host: every address counts as remote here.
+    monkeypatch.setattr("needlepoint.run.settings.is_loopback", lambda host: False)
+    with pytest.raises(NeedlepointError, match="--allow-insecure-http"):
+        live(reference_dir, tmp_path / "refused", server, allow=1)
+    live(reference_dir, tmp_path / "run", server, allow=1, allow_insecure_http=True)
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["allow_insecure_http"] is True
+    assert server.count == 1
+    monkeypatch.undo()  # loopback again: no flag needed, and none recorded
+    monkeypatch.setenv(KEY_ENV, SENTINEL)
+    live(reference_dir, tmp_path / "safe", server, allow=1)
+    assert "allow_insecure_http" not in json.loads((tmp_path / "safe" / "run.json").read_text())
 
 
 def test_short_key_is_refused(reference_dir, tmp_path, server, monkeypatch):

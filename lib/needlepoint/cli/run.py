@@ -45,6 +45,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         input_rate=args.input_rate,
         output_rate=args.output_rate,
         cost_cap=args.cost_cap,
+        allow_insecure_http=args.allow_insecure_http,
     )
     summary = run_protocol(args.prepared, args.run_dir, options)
     for line in summary.lines():
@@ -111,6 +112,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. https://host/v1")
     p.add_argument("--model", help="must equal the model in the frozen bodies")
     p.add_argument("--api-key-env", help="name of the environment variable holding the key")
+    p.add_argument(
+        "--allow-insecure-http",
+        action="store_true",
+        help="send the key over plain http to a host that is not loopback (recorded in run.json)",
+    )
     p.add_argument("--min-gap-s", type=float, help="seconds after a completion (protocol: 20)")
     p.add_argument("--override-reason", help="required to lower --min-gap-s; recorded")
     p.add_argument(

@@ -196,6 +196,7 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         extra=dict(s.run_meta),
         design_fingerprint=design_fingerprint(p.protocol),
         body_profile=body_profile(p.protocol),
+        allow_insecure_http=True if s.allow_insecure_http else None,
     )
 
 

@@ -64,6 +64,9 @@ class RunRecord:
     # they existed has neither: read as None, and written back without them.
     design_fingerprint: str | None = None
     body_profile: str | None = None
+    # True when --allow-insecure-http let the key travel over plain http to a host that is not
+    # loopback; absent otherwise (and in every run.json written before the flag existed).
+    allow_insecure_http: bool | None = None
 
     def to_plain(self) -> dict[str, Any]:
         plain = fields_plain(self)
@@ -77,7 +80,7 @@ class RunRecord:
         return record_from_plain(cls, dict.fromkeys(_ADDED_LATER) | value, where)
 
 
-_ADDED_LATER = ("design_fingerprint", "body_profile")
+_ADDED_LATER = ("design_fingerprint", "body_profile", "allow_insecure_http")
 
 
 @dataclass(frozen=True)

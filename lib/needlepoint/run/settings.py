@@ -9,6 +9,7 @@ key in the environment.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class RunOptions:
     progress: str = "auto"
     fsync: bool = True
     run_meta: dict[str, Any] | None = None
+    allow_insecure_http: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class Settings:
     progress: str
     fsync: bool
     run_meta: dict[str, Any] = field(default_factory=dict)
+    allow_insecure_http: bool = False
 
     @property
     def simulation(self) -> bool:
@@ -147,6 +150,12 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise NeedlepointError(f"--base-url {base_url!r} is not an http(s) URL")
+        if parts.scheme == "http" and not is_loopback(parts.hostname) and not o.allow_insecure_http:
+            raise NeedlepointError(
+                f"--base-url {base_url!r}: the key would travel unencrypted to "
+                f"{parts.hostname}; use https, a loopback host (127.0.0.0/8, ::1, localhost), "
+                "or --allow-insecure-http"
+            )
         if not model:
             raise NeedlepointError("a live run needs --model, equal to the frozen model")
         if not api_key_env:
@@ -197,4 +206,17 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         progress=o.progress,
         fsync=o.fsync,
         run_meta=dict(o.run_meta or {}),
+        allow_insecure_http=bool(o.allow_insecure_http) and simulate is None,
     )
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether a URL's host is this machine: ``localhost``, 127.0.0.0/8 or ::1."""
+    if host is None:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
