@@ -203,3 +203,21 @@ def test_power_command_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFi
     assert str(tmp_path) not in first
     assert (tmp_path / "p" / "power.csv").read_text().startswith("cases,effect,power,")
     assert (tmp_path / "p" / "power_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seed", "-1"], "--seed must be a non-negative integer"),
+        (["--effects", "nan"], "added middle losses must lie in"),
+        (["--cases", "1000000"], "at most 10000 cases"),
+        (["--simulations", "1000000000"], "1000000 simulations"),
+        (["--simulations", "200000"], "GiB (limit 2 GiB)"),
+    ],
+)
+def test_power_sizes_are_checked_before_allocating(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["power", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

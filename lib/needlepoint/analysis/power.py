@@ -21,6 +21,10 @@ from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.errors import NeedlepointError
 
 CONDITIONS = ("B", "M", "E", "A")
+# Limits checked before anything is allocated (docs/analysis.md, "Power").
+MAX_POWER_CASES = 10_000
+MAX_SIMULATIONS = 1_000_000
+MAX_POWER_BYTES = 2 * 1024**3
 DEFAULT_EFFECTS = tuple(round(0.05 * i, 2) for i in range(13))
 # The power table's columns (power.csv), one row per design × added middle loss.
 POWER_COLUMNS = (
@@ -171,6 +175,43 @@ def decide_runs(
     return supported, k >= minimum
 
 
+def power_bytes(study: PowerStudy, protocol: dict[str, Any]) -> int:
+    """An upper estimate of the memory power_grid needs at its largest design, in bytes.
+
+    Per simulated run and request slot: two float64 uniforms and about 40 bytes of booleans and
+    gathered integers; per Monte Carlo bootstrap, resamples × cases indices and counts (16 bytes)
+    and a float32 per run and resample.
+    """
+    params = AnalysisParameters.of(protocol)
+    per_case = len(protocol["lengths"]) * 2 * len(CONDITIONS)
+    resamples = int(params.bootstrap_resamples)
+    worst = 0
+    for n in study.cases:
+        runs = study.simulations * n * per_case * (2 * 8 + 40)
+        boot = resamples * n * 16 + study.simulations * resamples * 4 if n > 0 else 0
+        worst = max(worst, runs + boot)
+    return worst
+
+
+def check_size(study: PowerStudy, protocol: dict[str, Any]) -> None:
+    """Refuse a study that is malformed or would not fit in memory, before allocating."""
+    if study.simulations < 1 or any(n < 1 for n in study.cases) or not study.cases:
+        raise NeedlepointError("power: simulations and cases must be positive")
+    if study.seed < 0:
+        raise NeedlepointError(f"power: --seed must be a non-negative integer, got {study.seed}")
+    if max(study.cases) > MAX_POWER_CASES or study.simulations > MAX_SIMULATIONS:
+        raise NeedlepointError(
+            f"power: at most {MAX_POWER_CASES} cases and {MAX_SIMULATIONS} simulations"
+        )
+    need = power_bytes(study, protocol)
+    if need > MAX_POWER_BYTES:
+        raise NeedlepointError(
+            f"power: {study.simulations} simulations of up to {max(study.cases)} cases need "
+            f"about {need / 2**30:.1f} GiB (limit {MAX_POWER_BYTES / 2**30:g} GiB); "
+            "lower --simulations or --cases"
+        )
+
+
 def power_grid(
     model: PowerModel | None = None,
     study: PowerStudy | None = None,
@@ -192,10 +233,9 @@ def power_grid(
     effects = list(study.effects)
     model.check()
     acc_m = model.acc_m
-    if any(e < 0 or e > acc_m for e in effects):
+    if not all(0 <= e <= acc_m for e in effects):  # also refuses NaN
         raise NeedlepointError(f"power: added middle losses must lie in [0, acc_m={acc_m}]")
-    if study.simulations < 1 or any(n < 1 for n in study.cases):
-        raise NeedlepointError("power: simulations and cases must be positive")
+    check_size(study, protocol)
     stop_after = model.stop_after
     if stop_after is None:
         stop_after = int(protocol["runner"]["max_consecutive_failures"])
