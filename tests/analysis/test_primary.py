@@ -465,7 +465,8 @@ def test_cli_analyze_results_writes_everything_deterministically(
     assert outputs[0].splitlines()[:2] == [
         "SIMULATION — not a model result",
         "decision: supported (difference 1 >= threshold 0.1 and the 95% interval's lower bound"
-        " 1 is above 0)",
+        " 1 is above 0); not verified: its rows and simulation flag come from a results table"
+        " and were not verified against a run journal",
     ]
     files = sorted(p.name for p in (tmp_path / "one").iterdir())
     assert files == [
@@ -485,8 +486,11 @@ def test_cli_analyze_results_writes_everything_deterministically(
     assert (doc["format"], doc["version"]) == ("needlepoint-analysis", 1)
     assert doc["protocol"]["fingerprint"] == prepared.fingerprint
     assert doc["run"]["journal_sha256"] == "ab" * 32
+    assert "not verified against a run journal" in doc["run"]["unverified"]
     summary = (tmp_path / "one" / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("# SIMULATION — not a model result\n")
+    decision = next(line for line in summary.splitlines() if line.startswith("**Decision"))
+    assert decision.endswith("were not verified against a run journal.")
     assert str(tmp_path) not in summary and str(tmp_path) not in json.dumps(doc)
 
 

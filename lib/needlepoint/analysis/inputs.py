@@ -84,6 +84,16 @@ class AnalysisInput:
     simulation: bool
     journal_sha256: str | None
     source: str
+    # Why the rows are taken on trust, when no journal re-derived them (a results table).
+    unverified: str | None = None
+
+
+# A results table is checked row by row against the prepared plan, but nothing proves that its
+# statuses and its simulation flag are what a journal recorded.
+UNVERIFIED_TABLE = (
+    "its rows and simulation flag come from a results table and were not verified against a "
+    "run journal"
+)
 
 
 def _parse_number(text: str, kind: type, where: str, field: str) -> Any:
@@ -215,7 +225,13 @@ def from_results_csv(csv_path: str | Path, prepared_dir: str | Path) -> Analysis
         read_results_csv(csv_path), prepared, str(csv_path)
     )
     return AnalysisInput(
-        prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, "results table"
+        prepared.protocol,
+        prepared.fingerprint,
+        outcomes,
+        simulation,
+        journal,
+        "results table",
+        unverified=UNVERIFIED_TABLE,
     )
 
 

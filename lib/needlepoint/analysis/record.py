@@ -70,10 +70,25 @@ _ADDED_LATER = ("design_fingerprint", "model", "body_profile")
 
 @dataclass(frozen=True)
 class RunRef:
-    """Which run was analysed, and from what."""
+    """Which run was analysed, and from what.
+
+    ``unverified`` says why the rows and the simulation flag are taken on trust when no journal
+    re-derived them (an analysis of a results table); absent for a run, and in older files.
+    """
 
     journal_sha256: str | None
     source: str
+    unverified: str | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        plain = fields_plain(self)
+        if plain["unverified"] is None:
+            del plain["unverified"]
+        return plain
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> RunRef:
+        return record_from_plain(cls, {"unverified": None} | value, where)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ def _rate(r: AccuracyCell | RefusalRow) -> str:
 
 def _decision_lines(doc: AnalysisDocument) -> list[str]:
     p, comp = doc.primary, doc.completeness
-    lines = [f"**Decision: {p.decision}** — {p.reason}.", ""]
+    trust = f" Not verified: {doc.run.unverified}." if doc.run.unverified else ""
+    lines = [f"**Decision: {p.decision}** — {p.reason}.{trust}", ""]
     iv = p.interval
     if iv:
         how = (

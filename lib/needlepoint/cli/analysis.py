@@ -37,7 +37,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     if doc.simulation:
         print(doc.label)
     p = doc.primary
-    print(f"decision: {p.decision} ({p.reason})")
+    trust = f"; not verified: {doc.run.unverified}" if doc.run.unverified else ""
+    print(f"decision: {p.decision} ({p.reason}){trust}")
     if p.interval and p.estimate is not None:
         iv = p.interval
         seed = f", seed {iv.seed}" if iv.seed is not None else ""
