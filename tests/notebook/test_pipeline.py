@@ -134,3 +134,29 @@ def test_the_kernel_runs_encrypted_and_does_not_warn(
     )
     assert WARNING not in capfd.readouterr().err
     assert "ran" in (out / "01-design.ipynb").read_text()
+
+
+@pytest.mark.parametrize(
+    ("date", "message"),
+    [
+        ("../../escaped", "expected YYYYMMDD"),
+        ("2026/11/30", "expected YYYYMMDD"),
+        ("20261331", "not a calendar date"),
+        ("20261130/..", "expected YYYYMMDD"),
+    ],
+)
+def test_a_date_that_could_leave_the_evidence_root_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], date: str, message: str
+) -> None:
+    argv = ["pipeline", "--label", "x", "--date", date, "--evidence-root", str(tmp_path / "ev")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "ev").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_evidence_folder_stays_inside_its_root(tmp_path: Path) -> None:
+    out = pipeline.evidence_folder(tmp_path, "offline-1", "20261130")
+    assert out == tmp_path / "20261130-offline-1"
+    with pytest.raises(NeedlepointError, match="label"):
+        pipeline.evidence_folder(tmp_path, "../x", "20261130")

@@ -39,13 +39,13 @@ def run_local_pipeline(
     """Serve the packaged model and run the pipeline live into ``evidence_root/<date>-<label>``."""
     from needlepoint.local.server import served_model, server_facts
     from needlepoint.local.tokens import check_token_counts
-    from needlepoint.notebook.pipeline import NOTEBOOKS, run_pipeline
+    from needlepoint.notebook.pipeline import NOTEBOOKS, evidence_folder, run_pipeline
 
     protocol_path = Path(protocol_file)
     if not protocol_path.is_file():
         raise NeedlepointError(f"{protocol_path}: protocol file not found")
     date = date or dt.date.today().strftime("%Y%m%d")
-    out = Path(evidence_root) / f"{date}-{label}"
+    out = evidence_folder(evidence_root, label, date)  # refuses a label or date that escapes
     # Notebooks run inside the evidence folder, so they get the protocol file relative to it.
     relative_protocol = os.path.relpath(protocol_path.resolve(), out.resolve())
     os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)

@@ -37,6 +37,25 @@ class PipelineFailed(NeedlepointError):
 _LABEL = re.compile(r"[a-z0-9][a-z0-9-]{0,60}")
 
 
+def evidence_folder(evidence_root: str | Path, label: str, date: str | None) -> Path:
+    """``evidence_root/<date>-<label>``, refusing any label or date that could leave the root.
+
+    Both become one folder name, so only a lower-case label and a real ``YYYYMMDD`` date are
+    accepted: ``--date ../../escaped`` is refused in one line, before anything runs.
+    """
+    if not _LABEL.fullmatch(label):
+        raise NeedlepointError(f"label {label!r}: use lower-case letters, digits and dashes")
+    if date is None:
+        date = dt.date.today().strftime("%Y%m%d")
+    if not re.fullmatch(r"[0-9]{8}", date):
+        raise NeedlepointError(f"--date {date[:40]!r}: expected YYYYMMDD")
+    try:
+        dt.datetime.strptime(date, "%Y%m%d")
+    except ValueError:
+        raise NeedlepointError(f"--date {date!r}: not a calendar date") from None
+    return Path(evidence_root) / f"{date}-{label}"
+
+
 def ensure_kernel() -> None:
     """Install the pinned `needlepoint` kernelspec into this environment if it is missing."""
     from jupyter_client.kernelspec import KernelSpecManager
@@ -158,10 +177,7 @@ def run_pipeline(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    if not _LABEL.fullmatch(label):
-        raise NeedlepointError(f"label {label!r}: use lower-case letters, digits and dashes")
-    date = date or dt.date.today().strftime("%Y%m%d")
-    out = Path(evidence_root) / f"{date}-{label}"
+    out = evidence_folder(evidence_root, label, date)
     if out.exists() and any(out.iterdir()):
         raise NeedlepointError(
             f"{out}: already exists; choose another label (nothing is overwritten)"
