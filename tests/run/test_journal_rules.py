@@ -19,11 +19,33 @@ from needlepoint.jsonio import canonical_bytes, sha256_hex
 from needlepoint.run import journal as jmod
 from needlepoint.run.journal import GENESIS, HEAD_NAME, JOURNAL_NAME, Journal, read_chain
 
+# Every record read back is checked against the journal schema, so the chain rules are pinned
+# on schema-valid attempts: only the rule under test may fire.
+TIME = "2026-01-01T00:00:00.000000Z"
+SESSION = {
+    "session": 2,
+    "time": TIME,
+    "run_json_sha256": "b" * 64,
+    "package_version": "0.1.0",
+    "allow": 4,
+    "min_gap_s": 0,
+    "override_reason": None,
+    "timeout_s": 1,
+    "deadline_s": 2,
+    "input_rate": None,
+    "output_rate": None,
+    "cost_cap": None,
+}
+
+
+def attempt(seq: int) -> dict:
+    return {"seq": seq, "request_sha256": "a" * 64, "time": TIME, "gap_s": None}
+
 
 def make(run: Path, n: int = 3) -> Path:
     with Journal(run, fsync=False) as j:
         for i in range(n):
-            j.append("attempt", seq=i + 1)
+            j.append("attempt", **attempt(i + 1))
     return run
 
 
@@ -138,15 +160,27 @@ def test_a_torn_last_line_is_a_warning_that_names_its_size(tmp_path: Path) -> No
     )
 
 
-def test_reopening_drops_the_torn_tail_and_continues(tmp_path: Path) -> None:
+def test_reopening_keeps_the_torn_tail_until_a_record_carries_its_hash(tmp_path: Path) -> None:
     run = make(tmp_path, 2)
     good = (run / JOURNAL_NAME).read_bytes()
     write(run, lines(run), tail=b"xyz")
+    torn = (run / JOURNAL_NAME).read_bytes()
+    # Opening alone (a resume that is then refused) leaves every byte where it was.
     with Journal(run, fsync=False) as j:
-        assert (run / JOURNAL_NAME).read_bytes() == good
         assert (j.dropped_tail, j.count) == (b"xyz", 2)
-        record = j.append("session")
+    assert (run / JOURNAL_NAME).read_bytes() == torn
+    # A record that does not carry the dropped bytes' hash may not cut them.
+    with (
+        Journal(run, fsync=False) as j,
+        pytest.raises(NeedlepointError, match="must record its hash"),
+    ):
+        j.append("attempt", **attempt(3))
+    assert (run / JOURNAL_NAME).read_bytes() == torn
+    with Journal(run, fsync=False) as j:
+        record = j.append("session", **SESSION, dropped_tail_sha256=sha256_hex(b"xyz"))
+    assert (run / JOURNAL_NAME).read_bytes()[: len(good)] == good
     assert record["n"] == 2 and record["prev"] == sha256_hex(lines(run)[1])
+    assert read_chain(run).ok and read_chain(run).warnings == ()
 
 
 def test_the_head_file_missing_is_a_problem_only_with_records(tmp_path: Path) -> None:
@@ -166,7 +200,9 @@ def test_the_head_file_missing_is_a_problem_only_with_records(tmp_path: Path) ->
 def test_an_unreadable_head_file_is_a_problem(tmp_path: Path, text: str) -> None:
     run = make(tmp_path, 1)
     (run / HEAD_NAME).write_text(text)
-    assert read_chain(run).problems == (f"{run / HEAD_NAME}: unreadable",)
+    assert read_chain(run).problems == (
+        f"{run / HEAD_NAME}: unreadable (not the documented head record)",
+    )
 
 
 def test_a_head_one_record_behind_is_a_warning(tmp_path: Path) -> None:

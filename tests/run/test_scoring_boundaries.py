@@ -12,13 +12,13 @@ import json
 import pytest
 
 from needlepoint.run import scoring
+from needlepoint.run.interpret import UNPARSABLE, parse_response
 from needlepoint.run.scoring import (
     CORRECT,
     ERROR,
     PROTOCOL_FAILURE,
     Classification,
     classify,
-    parse_body,
     score_text,
     scoring_selftest_checks,
 )
@@ -98,15 +98,18 @@ def test_unknown_transport_error_names_the_kind() -> None:
 @pytest.mark.parametrize(
     "body", [None, b"", b"\xff", b"{", b"nul", b'"\xe9"', b"\xef\xbb\xbf{}", b"NaN x"]
 )
-def test_parse_body_gives_none_for_anything_but_utf8_json(body: bytes | None) -> None:
-    assert parse_body(body) is None
+def test_anything_but_utf8_json_is_unparsable_with_a_reason(body: bytes | None) -> None:
+    parsed = parse_response(body)
+    assert (parsed.data, parsed.kind) == (None, UNPARSABLE) and parsed.reason
+    assert cls(body).kind == "unparsable_json"
 
 
 @pytest.mark.parametrize("body", [b"null", b"0", b"[]", b'"x"', b"{}"])
 def test_json_that_is_not_an_object_has_no_choices(body: bytes) -> None:
-    # parse_body gives None for the JSON literal null too: then it is unparsable, not choiceless.
-    kind = "unparsable_json" if body == b"null" else "no_choices"
-    assert cls(body).kind == kind
+    # The literal null is UTF-8 JSON too (docs/runner.md: unparsable means "not UTF-8 JSON"):
+    # it parses, and like any other non-object it has no choices.
+    assert parse_response(body).kind is None
+    assert cls(body).kind == "no_choices"
 
 
 def test_a_custom_unknown_token_is_honoured_end_to_end() -> None:
