@@ -52,3 +52,23 @@ def test_audit_cli_prints_every_check(
     assert "audit OK: 20 checks" in out
     for name in ("near_slots", "equal_length", "case_shuffle", "body_keys"):
         assert name in out
+
+
+@pytest.mark.parametrize("condition", ["", "X", "b"])
+def test_a_plan_row_with_an_unknown_condition_is_a_finding(
+    prepared_copy: Path, condition: str
+) -> None:
+    # Found by the fuzz test: the target's position is looked up by condition, and an unknown
+    # one must fail the audit with the seq and the value, not end it with a KeyError.
+    plan = prepared_copy / "plan.csv"
+    lines = plan.read_text(encoding="utf-8").split("\n")
+    cells = lines[1].split(",")
+    cells[6] = condition
+    lines[1] = ",".join(cells)
+    plan.write_text("\n".join(lines), encoding="utf-8")
+    report = audit_prepared(prepared_copy)
+    assert not report.ok
+    failed = {c.name: c for c in report.checks if not c.ok}
+    assert f"seq 1: plan condition {condition!r} is not B, M, A or E" in (
+        failed["shared_background"].failures
+    )

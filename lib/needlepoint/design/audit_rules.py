@@ -44,6 +44,15 @@ class _Request:
         self.seq, self.row, self.ok = seq, row, False
         self.length = int(row["length"])
         self.condition = row["condition"]
+        # Where the target record sits, by condition (PROTOCOL.md); a plan row naming another
+        # condition is a finding of the design checks, and this request has no content to read.
+        n = self.length
+        self.inserted = {"B": 0, "M": n // 2, "E": n, "A": n // 2}.get(self.condition, -1)
+        if self.inserted < 0:
+            audit.c["shared_background"].fail(
+                f"seq {seq}: plan condition {self.condition[:20]!r} is not B, M, A or E"
+            )
+            return
         parts = texts(body, audit.protocol)
         if parts is None:
             return
@@ -58,8 +67,6 @@ class _Request:
         self.target = match.group(1)
         self.user_len = len(user)
         self.lines = user[len(head) : cut].split("\n")
-        n = self.length
-        self.inserted = {"B": 0, "M": n // 2, "E": n, "A": n // 2}[self.condition]
         self.background = self.lines[: self.inserted] + self.lines[self.inserted + 1 :]
         self.ok = len(self.lines) == n + 1
         if not self.ok:
