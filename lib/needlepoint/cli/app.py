@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from needlepoint import __version__
 from needlepoint.errors import NeedlepointError
@@ -28,9 +29,25 @@ PROVIDERS = (
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line and exit 2, like every other refusal.
+
+    argparse prints the whole usage block before its message; a script reading stderr (and the
+    house rule) wants one line that names the command and where the full usage is. Sub-parsers
+    inherit the class, so every sub-command and action gets the same behaviour.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        # A value from argv that is not UTF-8 arrives as surrogate escapes: print them as escapes.
+        line = f"{self.prog}: error: {text} (see {self.prog} --help)\n"
+        line = line.encode("utf-8", "backslashreplace").decode("utf-8")
+        self.exit(2, line)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the full argument parser from every provider."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="needlepoint",
         description="Frozen, audited context-retrieval experiments on LLMs.",
     )
@@ -39,7 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in PROVIDERS:
         importlib.import_module(name).register(sub)
+    _mark_leaves(parser)
     return parser
+
+
+def _mark_leaves(parser: argparse.ArgumentParser) -> None:
+    """Give every runnable sub-command's namespace its own parser, so that an unknown argument
+    (found only after the sub-command has parsed) is reported by that sub-command."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        parser.set_defaults(command_parser=parser)
+    for action in subs:
+        for child in action.choices.values():
+            _mark_leaves(child)
 
 
 # Exit status of the last-resort guard: an error no check foresaw (BSD's EX_SOFTWARE). Tests
@@ -57,7 +86,9 @@ def os_error_line(exc: OSError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command; user errors become one line on stderr and exit status 2."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     for stream in (sys.stdout, sys.stderr):
         # A file name that is not UTF-8 must print as escapes, not end the command.
         reconfigure = getattr(stream, "reconfigure", None)
