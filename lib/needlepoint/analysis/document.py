@@ -111,9 +111,7 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
             model=proto.get("model"),
             body_profile=body_profile(proto),
         ),
-        run=RunRef(
-            journal_sha256=inp.journal_sha256, source=inp.source, unverified=inp.unverified
-        ),
+        run=RunRef(journal_sha256=inp.journal_sha256, source=inp.source, unverified=inp.unverified),
         parameters=AnalysisParameters.of(proto),
         completeness=result.completeness,
         exploratory=result.exploratory,
