@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint local mutate
+.PHONY: setup run test lint local local-compare mutate
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,14 @@ $(LOCAL_STAMP): $(STAMP)
 
 local: $(LOCAL_STAMP)
 	$(BIN)/needlepoint local-pipeline --label local-smollm2-$$(date +%H%M%S)
+
+# Two packaged models on one design (Gemma 3 270M, completion; SmolLM2-135M-Instruct, chat), each
+# run live and complete, audited, analysed and compared into evidence/<date>-$(COMPARE_LABEL)/.
+# Interrupted? Run the same make command with the label it printed: it resumes.
+COMPARE_LABEL ?= local-compare-$(shell date +%H%M%S)
+
+local-compare: $(LOCAL_STAMP)
+	$(BIN)/needlepoint local-compare --label $(COMPARE_LABEL)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -179,7 +179,10 @@ class LoopbackServer:
     """Start with ``with LoopbackServer() as server:``; ``server.base_url`` ends in ``/v1``."""
 
     def __init__(
-        self, answer: Callable[[bytes, dict[str, Any]], str] | None = None, delay_s: float = 0.0
+        self,
+        answer: Callable[[bytes, dict[str, Any]], str] | None = None,
+        delay_s: float = 0.0,
+        port: int = 0,
     ) -> None:
         self.answer = answer or (lambda body, payload: "UNKNOWN")
         self.delay_s = delay_s
@@ -189,7 +192,7 @@ class LoopbackServer:
         self._script: deque[str] = deque()
         self._lock = threading.Condition()
         self._stop = threading.Event()
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", port), _Handler)  # 0: any free port
         self._httpd.owner = self
         # A short poll interval so that stop() returns promptly.
         self._thread = threading.Thread(

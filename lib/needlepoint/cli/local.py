@@ -129,7 +129,70 @@ def _register_pipeline(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_local_pipeline)
 
 
+def _cmd_local_compare(args: argparse.Namespace) -> int:
+    from needlepoint.local.compare import AuditFailed, RunStopped, run_local_compare
+    from needlepoint.notebook.pipeline import PipelineFailed
+
+    resume = f"needlepoint local-compare --label {args.label} --protocol {args.protocol}"
+    try:
+        outcome = run_local_compare(
+            args.label,
+            args.protocol,
+            n_ctx=args.n_ctx,
+            timeout_s=args.timeout_s,
+            evidence_root=args.evidence_root,
+            date=args.date,
+            notebooks=not args.no_notebooks,
+            progress="off" if args.no_progress else "auto",
+        )
+    except KeyboardInterrupt:
+        # The runner journalled the request in flight as interrupted; the server was stopped.
+        print(f"interrupted; every journal is consistent. Resume with: {resume}", file=sys.stderr)
+        return 130
+    except RunStopped as exc:
+        print(f"needlepoint local-compare: {exc}", file=sys.stderr)
+        return 3
+    except (AuditFailed, PipelineFailed) as exc:
+        print(f"needlepoint local-compare: {exc}", file=sys.stderr)
+        return 1
+    for key, seconds in outcome.live_seconds.items():
+        print(f"{key}: live part {seconds / 60:.1f} min in this invocation")
+    print(f"evidence written to {outcome.folder}/")
+    return 0
+
+
+def _register_compare(sub: argparse._SubParsersAction) -> None:
+    """Add the local-compare command."""
+    from needlepoint.local.compare import DEFAULT_N_CTX
+
+    p = sub.add_parser(
+        "local-compare",
+        help="two packaged models on one design, run live one at a time and compared",
+        description="Prepare a model variant of one design for Gemma 3 270M (completion) and "
+        "SmolLM2-135M-Instruct (chat), serve each on 127.0.0.1, check token counts, run each "
+        "completely, audit, analyse and compare into one evidence folder. Running it again "
+        "resumes.",
+    )
+    p.add_argument("--label", required=True, help="evidence folder label, e.g. local-compare")
+    p.add_argument("--protocol", default="protocols/local-compare.json")
+    p.add_argument(
+        "--n-ctx", type=int, default=DEFAULT_N_CTX, help="both servers' context size (%(default)s)"
+    )
+    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    p.add_argument("--evidence-root", default="evidence")
+    p.add_argument(
+        "--date",
+        help="YYYYMMDD of the folder (default: the existing folder of this label, or today)",
+    )
+    p.add_argument(
+        "--no-notebooks", action="store_true", help="analyse and compare without the notebooks"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar during runs")
+    p.set_defaults(func=_cmd_local_compare)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add local-pipeline and local-model."""
+    """Add local-pipeline, local-compare and local-model."""
     _register_pipeline(sub)
+    _register_compare(sub)
     _register_model(sub)

@@ -37,22 +37,32 @@ class PipelineFailed(NeedlepointError):
 _LABEL = re.compile(r"[a-z0-9][a-z0-9-]{0,60}")
 
 
-def evidence_folder(evidence_root: str | Path, label: str, date: str | None) -> Path:
-    """``evidence_root/<date>-<label>``, refusing any label or date that could leave the root.
-
-    Both become one folder name, so only a lower-case label and a real ``YYYYMMDD`` date are
-    accepted: ``--date ../../escaped`` is refused in one line, before anything runs.
-    """
+def check_label(label: str) -> None:
+    """An evidence folder label: lower-case letters, digits and dashes (it names a folder)."""
     if not _LABEL.fullmatch(label):
         raise NeedlepointError(f"label {label!r}: use lower-case letters, digits and dashes")
-    if date is None:
-        date = dt.date.today().strftime("%Y%m%d")
+
+
+def check_date(date: str) -> None:
+    """A ``--date``: a real ``YYYYMMDD`` calendar date (it becomes part of a folder name)."""
     if not re.fullmatch(r"[0-9]{8}", date):
         raise NeedlepointError(f"--date {date[:40]!r}: expected YYYYMMDD")
     try:
         dt.datetime.strptime(date, "%Y%m%d")
     except ValueError:
         raise NeedlepointError(f"--date {date!r}: not a calendar date") from None
+
+
+def evidence_folder(evidence_root: str | Path, label: str, date: str | None) -> Path:
+    """``evidence_root/<date>-<label>``, refusing any label or date that could leave the root.
+
+    Both become one folder name, so only a lower-case label and a real ``YYYYMMDD`` date are
+    accepted: ``--date ../../escaped`` is refused in one line, before anything runs.
+    """
+    check_label(label)
+    if date is None:
+        date = dt.date.today().strftime("%Y%m%d")
+    check_date(date)
     return Path(evidence_root) / f"{date}-{label}"
 
 
@@ -174,9 +184,6 @@ def run_pipeline(
     ``before`` maps a notebook name to a check run on the evidence folder just before it; a
     check that raises stops the chain there (e.g. a token-count check before a live run).
     """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
     out = evidence_folder(evidence_root, label, date)
     if out.exists() and any(out.iterdir()):
         raise NeedlepointError(
@@ -195,29 +202,40 @@ def run_pipeline(
         if before and src.stem in before:
             before[src.stem](out)
         print(f"[{i}/{len(routed)}] {src.stem}", end=" ", flush=True)
-        start = time.perf_counter()
-        try:
-            papermill.execute_notebook(
-                str(src),
-                str(target),
-                parameters=params,
-                cwd=str(out),
-                kernel_name=KERNEL,
-                progress_bar=False,
-                log_output=False,
-                report_mode=False,
-                config=kernel_config(),
-            )
-        except PapermillExecutionError as exc:
-            print("FAILED")
-            raise PipelineFailed(
-                f"{src.name} failed in cell {exc.cell_index} (execution count {exc.exec_count}): "
-                f"{exc.ename}: {exc.evalue.splitlines()[0] if exc.evalue else ''}; "
-                f"the partly executed notebook is kept at {target}"
-            ) from None
-        render_html(target)
-        seconds = time.perf_counter() - start
+        seconds = execute_notebook(src, target, params, out)
         if timings is not None:
             timings[src.stem] = seconds
         print(f"ok ({seconds:.1f} s)")
     return out
+
+
+def execute_notebook(src: Path, target: Path, params: dict[str, Any], cwd: Path) -> float:
+    """Execute one notebook with papermill in ``cwd``, render its HTML, return wall seconds.
+
+    A failed cell raises ``PipelineFailed`` naming the cell; the partial notebook is kept.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(src),
+            str(target),
+            parameters=params,
+            cwd=str(cwd),
+            kernel_name=KERNEL,
+            progress_bar=False,
+            log_output=False,
+            report_mode=False,
+            config=kernel_config(),
+        )
+    except PapermillExecutionError as exc:
+        print("FAILED")
+        raise PipelineFailed(
+            f"{src.name} failed in cell {exc.cell_index} (execution count {exc.exec_count}): "
+            f"{exc.ename}: {exc.evalue.splitlines()[0] if exc.evalue else ''}; "
+            f"the partly executed notebook is kept at {target}"
+        ) from None
+    render_html(target)
+    return time.perf_counter() - start
