@@ -241,3 +241,23 @@ def test_a_stop_rule_is_exit_3_and_running_again_completes(tmp_path, capsys, fak
     assert compare.attempted(run_dir) == 8 and audit_run(run_dir).ok
     assert _cli(tmp_path) == 0
     assert compare.attempted(run_dir) == 64 and audit_run(run_dir).ok
+
+
+def test_notebooks_get_only_declared_parameters_and_relative_paths(tmp_path):
+    from needlepoint.local.compare_notebooks import notebook_plan
+    from needlepoint.notebook.pipeline import plan_parameters
+
+    layout = Layout(tmp_path / "evidence" / f"{DATE}-cmp")
+    plan = notebook_plan(layout, compare.DEFAULT_ENTRANTS, PROTOCOL)
+    assert [name for _, name, _ in plan] == [
+        "01-design",
+        "04-analysis-gemma3",
+        "04-analysis-smollm2",
+        "07-compare",
+    ]
+    for source, _, params in plan:
+        plan_parameters([ROOT / "notebooks" / f"{source}.ipynb"], params)  # refuses unknown names
+        paths = [v for v in params.values() if isinstance(v, str)]
+        assert paths and not any(Path(p).is_absolute() for p in paths), params
+    assert plan[-1][2]["run_dirs"] == ["runs/gemma3", "runs/smollm2"]
+    assert plan[-1][2]["simulated"] is None  # the live runs are compared, nothing simulated

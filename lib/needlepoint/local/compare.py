@@ -259,13 +259,14 @@ def finish(
 
     audits: dict[str, list[str]] = {}
     for entrant in entrants:
+        # results.csv first, so that the audit also checks it against the journal.
+        for line in summary_lines(write_results(layout.run(entrant))):
+            say(f"  {entrant.key}: {line}")
         report = audit_run(layout.run(entrant))
         audits[entrant.key] = report.lines()
         if not report.ok:
             raise AuditFailed(f"{layout.run(entrant)}: audit-run failed: {report.lines()[-1]}")
         say(f"{entrant.key}: {report.lines()[-1]}")
-        for line in summary_lines(write_results(layout.run(entrant))):
-            say(f"  {line}")
     if notebooks:
         from needlepoint.local.compare_notebooks import execute_all
 

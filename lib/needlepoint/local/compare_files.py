@@ -189,7 +189,9 @@ def readme_text(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, l
         med = ", ".join(f"{n} records {s:.1f} s" for n, s in t["median_s"].items())
         out.append(f"| {e.key} | {t['sessions']} | {t['span_min']:.1f} min | {med} |")
     out += ["", "## Audit (`needlepoint audit-run`)", ""]
-    out += [f"- {key}: {lines[-1]}" for key, lines in audits.items()]
+    for key, lines in audits.items():
+        checked = ", ".join(x.removeprefix("checked ") for x in lines if x.startswith("checked "))
+        out.append(f"- {key}: {lines[-1]} ({checked})")
     out += ["", "## Files", "", "| path | what |", "|---|---|"]
     out += [f"| `{path}` | {what} |" for path, what in _FILES if _present(layout.root, path)]
     return "\n".join(out) + "\n"

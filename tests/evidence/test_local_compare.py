@@ -1,0 +1,75 @@
+"""The committed comparison of two real local models re-derives from its own run folders.
+
+Offline and without the models: every run passes `audit-run` and attempted every planned
+request; results.csv, each analysis, the comparison and the folder's README.md come out byte
+for byte as committed when derived again from the journals (in a copy, laid out the same way,
+so that the relative paths the files record are the same).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from needlepoint.analysis.document import analyze_run
+from needlepoint.compare.document import compare_runs
+from needlepoint.design.prepared import load_prepared
+from needlepoint.jsonio import read_json
+from needlepoint.local.compare import attempted
+from needlepoint.local.compare_files import MARKER, Entrant, Layout, readme_text
+from needlepoint.run.audit import audit_run
+from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
+FOLDERS = sorted(p for p in EVIDENCE.glob("*-local-compare") if (p / MARKER).is_file())
+
+
+def test_there_is_one_committed_local_comparison() -> None:
+    assert len(FOLDERS) == 1, [p.name for p in FOLDERS]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, Layout, list[Entrant]]:
+    """(committed, copy): the copy has no analysis, comparison or README.md of its own."""
+    committed = Layout(FOLDERS[0])
+    marker = read_json(committed.root / MARKER)
+    entrants = [Entrant(m["key"], m["body_profile"]) for m in marker["models"]]
+    fresh = Layout(tmp_path_factory.mktemp("rederived") / committed.root.name)
+    fresh.root.mkdir()
+    shutil.copy2(committed.root / MARKER, fresh.root / MARKER)
+    for part in ("prepared", "runs"):
+        shutil.copytree(committed.root / part, fresh.root / part)
+    for path in sorted(committed.root.iterdir()):  # the notebooks, which README.md lists
+        if path.is_file() and path.name != "README.md":
+            shutil.copy2(path, fresh.root / path.name)
+    return committed, fresh, entrants
+
+
+def test_each_run_is_complete_and_passes_audit_run(copy) -> None:
+    committed, _, entrants = copy
+    assert [e.body_profile for e in entrants] == ["completion", "chat"]
+    for e in entrants:
+        planned = len(load_prepared(committed.prepared(e)).plan)
+        assert attempted(committed.run(e)) == planned
+        report = audit_run(committed.run(e))
+        assert report.ok, report.lines()
+
+
+def test_results_analyses_and_comparison_rederive_byte_for_byte(copy) -> None:
+    committed, fresh, entrants = copy
+    for e in entrants:
+        results = derive(fresh.run(e))
+        assert csv_bytes(results.rows) == (committed.run(e) / RESULTS_NAME).read_bytes()
+        analyze_run(fresh.run(e), fresh.analysis(e))
+        for name in ("analysis.json", "summary.md"):
+            assert (fresh.analysis(e) / name).read_bytes() == (
+                committed.analysis(e) / name
+            ).read_bytes(), f"{e.key}/{name}"
+    compare_runs([fresh.run(e) for e in entrants], fresh.comparison)
+    for name in ("comparison.json", "comparison.md"):
+        assert (fresh.comparison / name).read_bytes() == (committed.comparison / name).read_bytes()
+    audits = {e.key: audit_run(fresh.run(e)).lines() for e in entrants}
+    readme = readme_text(fresh, entrants, audits)
+    assert readme == (committed.root / "README.md").read_text(encoding="utf-8")
