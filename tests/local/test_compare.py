@@ -48,6 +48,7 @@ class Loopbacks:
         self.checked: list[tuple[str, int]] = []  # (model, requests received before the check)
         self.current: LoopbackServer | None = None
         self.failures: dict[str, int] = {}  # model -> HTTP 500 answers before normal ones
+        self.stop_status: dict[str, int] = {}  # model -> one answer with this status after them
 
     @contextlib.contextmanager
     def serve(self, key: str, n_ctx: int, port: int | None, log_path: Path) -> Iterator[Any]:
@@ -56,7 +57,8 @@ class Loopbacks:
         # Gemma answers every request correctly; SmolLM2 always says UNKNOWN.
         answer = answers_from(p.answer_key, p.bodies) if key == "gemma3" else None
         with LoopbackServer(answer, port=port or 0) as server:
-            server.script(["status:500"] * self.failures.pop(key, 0))
+            stop = [f"status:{self.stop_status.pop(key)}"] if key in self.stop_status else []
+            server.script(["status:500"] * self.failures.pop(key, 0) + stop)
             self.current = server
             base = server.base_url.removesuffix("/v1")
             yield FakeServer(base, model_spec(key).alias, n_ctx, int(base.rsplit(":", 1)[1]))
@@ -233,14 +235,32 @@ def test_ctrl_c_mid_run_then_running_again_resumes(tmp_path, capsys, fakes, monk
 
 
 def test_a_stop_rule_is_exit_3_and_running_again_completes(tmp_path, capsys, fakes):
-    fakes.failures["smollm2"] = 8  # the protocol's consecutive-failure stop rule is 8
+    fakes.failures["smollm2"] = 1  # HTTP 500 first: a protocol failure, which does not stop
+    fakes.stop_status["smollm2"] = 429  # then 429, which stops a run under every protocol
     assert _cli(tmp_path) == 3
     err = capsys.readouterr().err.strip()
-    assert "consecutive_failures" in err and "run the command again to resume" in err
+    assert "stop_status" in err and "run the command again to resume" in err
     run_dir = tmp_path / f"{DATE}-cmp" / "runs" / "smollm2"
-    assert compare.attempted(run_dir) == 8 and audit_run(run_dir).ok
+    assert compare.attempted(run_dir) == 2 and audit_run(run_dir).ok
+    assert not (tmp_path / f"{DATE}-cmp" / "comparison").exists()
     assert _cli(tmp_path) == 0
     assert compare.attempted(run_dir) == 64 and audit_run(run_dir).ok
+
+
+def test_the_consecutive_failure_rule_never_ends_a_run_of_this_design(tmp_path, capsys, fakes):
+    # v5 sets the rule to the number of planned requests: a model that fails all but the last
+    # request is still run completely, and its failures are what the comparison reports.
+    rule = json.loads(PROTOCOL.read_text(encoding="utf-8"))["runner"]["max_consecutive_failures"]
+    fakes.failures["smollm2"] = rule - 1
+    assert _cli(tmp_path) == 0, capsys.readouterr().err
+    folder = Layout(tmp_path / f"{DATE}-cmp")
+    run_dir = folder.root / "runs" / "smollm2"
+    planned = len(load_prepared(folder.root / "prepared" / "smollm2").plan)
+    assert rule == planned == 64
+    assert compare.attempted(run_dir) == planned and audit_run(run_dir).ok
+    journal = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+    statuses = [r["classification"]["status"] for r in journal if r["type"] == "outcome"]
+    assert statuses.count("protocol_failure") == rule - 1
 
 
 def test_notebooks_get_only_declared_parameters_and_relative_paths(tmp_path):
