@@ -188,6 +188,8 @@ NOT_FUZZED = {
     "pipeline": "re-executes every notebook (minutes); its label and --date are refused in "
     "tests/cli/test_pipeline.py and the notebooks call the commands fuzzed here",
     "local-pipeline": "needs the llama.cpp extra and a packaged model",
+    "local-compare": "serves two packaged models (llama.cpp extra); its protocol is read by "
+    "prepare's reader, fuzzed here, and a bad one is refused before any server starts",
     "local-model locate": "reads installed packages, not a fuzzed input",
     "local-model serve": "needs the llama.cpp extra and a packaged model",
     "local-model tokenize-check": "serves a model before it reads the prepared folder",
