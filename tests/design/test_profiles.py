@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from needlepoint.cli import main
 from needlepoint.design import profiles
@@ -318,3 +320,72 @@ def test_cli_prepares_a_variant(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main([*argv, "--model", "gemma-x", "--body-profile", "completion"]) == 0
     assert main(["verify", str(out)]) == 0 and main(["audit", str(out)]) == 0
     assert "prompt" in json.loads((out / "requests.jsonl").read_text().split("\n")[0])["body"]
+
+
+# --- convert: what each profile carries over, and nothing shared -----------------------------
+
+
+def test_convert_carries_reasoning_effort_and_answer_cue_into_a_profile_that_sends_them() -> None:
+    reasoning = profiles.make_variant(reference_protocol(), None, "reasoning")
+    reasoning["reasoning_effort"] = "high"
+    again = profiles.convert(reasoning, "reasoning")
+    assert again == reasoning  # the frozen effort is kept, under its own name only
+    assert "reasoning_effort" not in profiles.convert(reasoning, "chat")
+    completion = profiles.make_variant(reference_protocol(), None, "completion")
+    completion["answer_cue"] = "\nA:"
+    assert profiles.convert(completion, "completion") == completion  # not the default cue
+    assert profiles.convert(reasoning, "completion")["answer_cue"] == profiles.DEFAULT_ANSWER_CUE
+    assert "answer_cue" not in profiles.convert(completion, "reasoning")
+
+
+def _containers(value: object) -> set[int]:
+    """Ids of every dict and list inside ``value``, itself included."""
+    if isinstance(value, dict):
+        return {id(value)}.union(*(_containers(v) for v in value.values()))
+    if isinstance(value, list):
+        return {id(value)}.union(*(_containers(v) for v in value))
+    return set()
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(
+    temperature=JSON_VALUES,
+    profile=st.sampled_from(profiles.PROFILES),
+    model=st.sampled_from([None, "m-2"]),
+)
+def test_a_variant_shares_no_list_or_dict_with_its_source(
+    temperature: object, profile: str, model: str | None
+) -> None:
+    # A variant is frozen on its own: editing it (or the source) must never reach the other.
+    source = reference_protocol() | {"temperature": [temperature], "stop": ["\n"]}
+    for variant in (
+        profiles.convert(source, profile),
+        profiles.make_variant(source, model),
+        profiles.make_variant(source, model, profile),
+    ):
+        assert not _containers(variant) & _containers(source)
+
+
+# --- text_chars and the stop-sequence count --------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", profiles.PROFILES)
+def test_text_chars_counts_the_prompt_or_the_messages(profile: str) -> None:
+    p = profiles.make_variant(reference_protocol(), None, profile)
+    body = profiles.build_body(p, "Sys.", "User?")
+    sent = "Sys.\n\nUser?\nAnswer:" if profile == "completion" else "Sys.User?"
+    assert profiles.text_chars(body) == len(sent)
+
+
+def test_four_stop_sequences_are_the_most_allowed() -> None:
+    four = ["\n", "\n\n", "###", "Q:"]
+    validate(reference_protocol() | {"version": 5, "stop": four})
+    with pytest.raises(NeedlepointError, match=re.escape("stop must be a list of 1 to 4 strings")):
+        validate(reference_protocol() | {"version": 5, "stop": [*four, "\t"]})
