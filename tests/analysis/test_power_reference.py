@@ -8,6 +8,9 @@ requests was sent and valid, then decide with the analysis's own ``decide``.
 
 from __future__ import annotations
 
+import dataclasses
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -304,3 +307,63 @@ def test_an_execution_plan_that_misses_a_cell_is_refused(monkeypatch: pytest.Mon
     with pytest.raises(NeedlepointError) as info:
         design_index(PROTOCOL, 2)
     assert str(info.value) == "power: the execution plan does not cover every cell"
+
+
+def test_a_run_that_stops_at_a_case_boundary_keeps_the_cases_before_it() -> None:
+    # Cases are contiguous blocks of 16 requests: failures at 16 and 17 stop the run exactly
+    # after the first case, which was sent whole and stays complete.
+    _, slots = design_index(PROTOCOL, 3)
+    fails = np.ones((1, len(slots)))
+    fails[0, [16, 17]] = 0.0
+    acc = {(s, c): 1.0 for s in ("low", "high") for c in CONDITIONS}
+    args = (3, acc, 0.5, (np.zeros((1, len(slots))), fails), 2)
+    got = simulate_runs(PROTOCOL, *args)
+    assert np.array_equal(got[1], loop_runs(*args)[1])
+    assert got[1][0].tolist() == [c == slots[0].case_index for c in range(3)]
+
+
+@pytest.mark.parametrize("threshold", [0.1, 0.25])
+@pytest.mark.parametrize("denominator", [2, 4])
+def test_decide_runs_at_the_threshold_and_one_unit_below(
+    threshold: float, denominator: int
+) -> None:
+    # k cases of 0 and 1 whose mean difference is exactly the threshold, then one unit less.
+    # At confidence 0.5 the bootstrap bound is above 0 for both, so only the estimate decides.
+    rows = []
+    for k in (10, 12):
+        at = Fraction(str(threshold)) * k * denominator
+        if at.denominator == 1:
+            rows += [[1] * n + [0] * (k - n) + [9] * (12 - k) for n in (int(at), int(at) - 1)]
+    numerators = np.array(rows)
+    complete = numerators != 9  # the filler stands for incomplete cases
+    p = params(threshold=threshold, confidence=0.5)
+    supported, _ = decide_runs(numerators, complete, denominator, p)
+    assert supported.tolist() == [True, False] * (len(rows) // 2)
+    for r in range(len(rows)):
+        out = decide(numerators[r][complete[r]].tolist(), denominator, p)
+        assert supported[r] == (out.decision == SUPPORTED), r
+
+
+def test_exactly_exact_max_cases_are_enumerated_not_resampled() -> None:
+    # Two cases, -1 and 3: exactly, P(resample mean <= 0) = 1/4, which is not below alpha = 1/4
+    # at confidence 0.5; the seed-0 Monte Carlo draw finds fewer, so it would say supported.
+    numerators, complete = np.array([[-1, 3]]), np.ones((1, 2), dtype=bool)
+    p = params(threshold=0.0, confidence=0.5, bootstrap_resamples=40, bootstrap_seed=0)
+    exact = dataclasses.replace(p, exact_bootstrap_max_cases=2)
+    resampled = dataclasses.replace(p, exact_bootstrap_max_cases=1)
+    assert decide_runs(numerators, complete, 4, exact)[0].tolist() == [False]
+    assert decide_runs(numerators, complete, 4, resampled)[0].tolist() == [True]
+    for q in (exact, resampled):
+        want = decide([-1, 3], 4, q).decision == SUPPORTED
+        assert decide_runs(numerators, complete, 4, q)[0].tolist() == [want]
+
+
+def test_power_grid_divides_by_two_per_length() -> None:
+    # A perfect model but for high-similarity M: a case's numerator is 2 per length where that
+    # answer is wrong, its difference that over 2 * lengths. At 32 cases and an added loss of
+    # 0.125 many runs sit between a mean of 0.1 (supported) and what any other divisor gives.
+    model = PowerModel(acc_b=1.0, acc_m=1.0, acc_e=1.0, acc_a=1.0)
+    study = PowerStudy(cases=(32,), effects=(0.125,), simulations=12, seed=3)
+    got = power_grid(model, study)
+    pd.testing.assert_frame_equal(got, loop_power(model, study))
+    assert 0 < got["power"].item() < 1
