@@ -183,6 +183,45 @@ def test_integer_sum_weights_match_brute_force(rows: list[list[int]]) -> None:
         assert int(w.sum()) == n**n
 
 
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(
+    st.integers(1, 5).flatmap(lambda n: st.lists(st.integers(-3, 3), min_size=n, max_size=n)),
+    st.sampled_from([1, 2**31, 2**60]),
+)
+@example([3, 3, 3], 2**60)  # one distinct value drawn 3 times: 9 * 2**60 is past int64
+def test_grouped_sums_take_python_integers_as_exact_sums_does(
+    multiples: list[int], scale: int
+) -> None:
+    # Resample sums are floats, as in exact_sums: integer values never overflow a product.
+    values = [m * scale for m in multiples]  # each sum is (a small integer) * scale: exact
+    s1, w1, _ = exact_sums(values)
+    s2, w2, _ = grouped_sums(values)
+    want = Counter({s * scale: c for s, c in ordered_sums(multiples).items()})
+    for sums, weights in ((s1, w1), (s2, w2)):
+        got: Counter[float] = Counter()
+        for x, w in zip(sums.tolist(), weights.tolist(), strict=True):
+            got[x] += w
+        assert got == want and sums.dtype == np.float64
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda n: st.lists(
+            st.lists(st.integers(-128, 127), min_size=n, max_size=n), min_size=1, max_size=3
+        )
+    ),
+    st.sampled_from([np.int8, np.int16, np.int32, np.int64]),
+)
+@example([[-128, 127]], np.int8)  # a span of 255 does not fit the input's own int8
+def test_integer_sum_weights_take_any_integer_dtype(rows: list[list[int]], dtype: type) -> None:
+    lowest, weights = integer_sum_weights(np.array(rows, dtype=dtype))
+    n = len(rows[0])
+    assert lowest == min(map(min, rows)) * n
+    for row, w in zip(rows, weights, strict=True):
+        assert {lowest + j: int(c) for j, c in enumerate(w) if c} == dict(ordered_sums(row))
+
+
 def test_thirteen_cases_are_the_most_that_are_enumerated() -> None:
     assert MAX_EXACT == 13
     _, w, total = grouped_sums(np.array([0.0] * 12 + [1.0]))
