@@ -213,3 +213,57 @@ def test_the_self_test_notices_a_scorer_that_ignores_distractors(
     monkeypatch.setattr(scoring, "score_text", flat)
     failed = [name for name, ok in scoring_selftest_checks() if not ok]
     assert failed == ["near code is a distractor", "present code"]
+
+
+def _failed_with(monkeypatch: pytest.MonkeyPatch, wrong_kind) -> list[str]:
+    """The self-test's failed checks under a scorer that rewrites some answers' kinds."""
+    real = scoring.score_text
+
+    def scorer(trimmed: str, answer: dict, unknown: str = "UNKNOWN") -> tuple[str, str]:
+        status, kind = real(trimmed, answer, unknown)
+        return wrong_kind(trimmed, answer, status, kind) or (status, kind)
+
+    monkeypatch.setattr(scoring, "score_text", scorer)
+    return [name for name, ok in scoring_selftest_checks() if not ok]
+
+
+def test_the_self_test_notices_present_codes_ranked_above_near_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A near code is also present in the request, as in a real key: it must stay a distractor.
+    def present_first(trimmed: str, answer: dict, status: str, kind: str):
+        if kind == "near_distractor_code" and trimmed in answer["codes_present"]:
+            return status, "other_present_code"
+        return None
+
+    assert _failed_with(monkeypatch, present_first) == ["near code is a distractor"]
+
+
+def test_the_self_test_notices_present_codes_looked_up_before_the_exact_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A real key lists the expected code among the codes present; the self-test's does too.
+    def lookup_first(trimmed: str, answer: dict, status: str, kind: str):
+        plain = trimmed in answer["codes_present"] and trimmed not in answer["near_codes"]
+        return (ERROR, "other_present_code") if plain else None
+
+    assert _failed_with(monkeypatch, lookup_first) == ["exact code is correct"]
+
+
+def test_the_self_test_notices_a_code_matched_without_its_right_edge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "OM-36420" holds the code with nothing before it: only the right edge tells them apart.
+    def prefix(trimmed: str, answer: dict, status: str, kind: str):
+        found = kind == "bad_format" and trimmed.startswith(answer["expected"])
+        return (ERROR, "extra_text") if found else None
+
+    assert _failed_with(monkeypatch, prefix) == ["longer code is not the answer"]
+
+
+def test_the_self_test_notices_a_case_blind_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    def case_blind(trimmed: str, answer: dict, status: str, kind: str):
+        same = trimmed.upper() == answer["expected"] and trimmed != answer["expected"]
+        return (CORRECT, "") if same else None
+
+    assert _failed_with(monkeypatch, case_blind) == ["lower case is bad format"]
