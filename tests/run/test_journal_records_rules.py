@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from needlepoint.run.journal_records import (
+    REDACTED,
+    Scrubber,
     cost_of,
     decode_body,
     encode_body,
@@ -101,6 +103,7 @@ def test_a_record_without_an_encoding_is_read_as_utf8() -> None:
     [
         ({"prompt_tokens": 1000, "completion_tokens": 10}, (2.0, 8.0), 0.00208),
         ({"prompt_tokens": 0, "completion_tokens": 0}, (2.0, 8.0), 0.0),
+        ({"prompt_tokens": 1, "completion_tokens": 0}, (1.23456789, 8.0), 1.234568e-06),
         ({"prompt_tokens": 1000, "completion_tokens": 10}, (2.0, None), None),
         ({"prompt_tokens": 1000, "completion_tokens": 10}, (None, 8.0), None),
         ({"prompt_tokens": 1000.0, "completion_tokens": 10}, (2.0, 8.0), None),
@@ -119,3 +122,13 @@ def test_usage_is_read_only_when_it_is_an_object() -> None:
     assert usage_of(b'{"usage": [3, 4]}') is None
     assert usage_of(b'{"usage": 7}') is None
     assert usage_of(b"not json") is None
+
+
+def test_the_key_is_scrubbed_inside_lists_and_everything_else_is_kept() -> None:
+    scrub = Scrubber("sk-secret")
+    record = {"error_detail": ["sent sk-secret", 3, None, {"h": [b"sk-secret!"]}], "n": 2.5}
+    assert scrub(record) == {
+        "error_detail": [f"sent {REDACTED}", 3, None, {"h": [REDACTED.encode() + b"!"]}],
+        "n": 2.5,
+    }
+    assert Scrubber(None)(record) is record
