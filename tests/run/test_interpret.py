@@ -109,6 +109,25 @@ def test_cost_is_unknown_rather_than_infinite_or_raising(usage, rates):
     assert cost_of(usage, *rates) is None
 
 
+@pytest.mark.parametrize(
+    ("usage", "rates", "cost"),
+    [
+        ({"prompt_tokens": 1000, "completion_tokens": 10}, (2.0, 8.0), 0.00208),
+        ({"prompt_tokens": 0, "completion_tokens": 0}, (2.0, 8.0), 0.0),
+        ({"prompt_tokens": 1, "completion_tokens": 0}, (1.23456789, 8.0), 1.234568e-06),
+        ({"prompt_tokens": 1000, "completion_tokens": 10}, (2.0, None), None),
+        ({"prompt_tokens": 1000, "completion_tokens": 10}, (None, 8.0), None),
+        ({"prompt_tokens": 1000.0, "completion_tokens": 10}, (2.0, 8.0), None),
+        ({"prompt_tokens": 1000, "completion_tokens": True}, (2.0, 8.0), None),
+        ({"prompt_tokens": -1, "completion_tokens": 10}, (2.0, 8.0), None),
+        ([1000, 10], (2.0, 8.0), None),
+    ],
+)
+def test_cost_is_unknown_without_both_rates_or_whole_token_counts(usage, rates, cost) -> None:
+    # An unknown cost is None, never 0: a count that is not a non-negative int is not a count.
+    assert cost_of(usage, *rates) == cost
+
+
 def test_response_errors_classify_from_the_record():
     fields = record(
         b"0" * 50, error="body_too_large", error_detail="limit of 50 bytes", truncated=True

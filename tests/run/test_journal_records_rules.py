@@ -12,12 +12,10 @@ import pytest
 from needlepoint.run.journal_records import (
     REDACTED,
     Scrubber,
-    cost_of,
     decode_body,
     encode_body,
     interrupted_fields,
     outcome_fields,
-    usage_of,
 )
 from needlepoint.run.scoring import classify
 from needlepoint.run.transport import Exchange
@@ -96,32 +94,6 @@ def test_bodies_round_trip_through_the_journal(
 def test_a_record_without_an_encoding_is_read_as_utf8() -> None:
     assert decode_body({"body": "é"}) == "é".encode()
     assert decode_body({"body_encoding": "base64"}) is None
-
-
-@pytest.mark.parametrize(
-    ("usage", "rates", "cost"),
-    [
-        ({"prompt_tokens": 1000, "completion_tokens": 10}, (2.0, 8.0), 0.00208),
-        ({"prompt_tokens": 0, "completion_tokens": 0}, (2.0, 8.0), 0.0),
-        ({"prompt_tokens": 1, "completion_tokens": 0}, (1.23456789, 8.0), 1.234568e-06),
-        ({"prompt_tokens": 1000, "completion_tokens": 10}, (2.0, None), None),
-        ({"prompt_tokens": 1000, "completion_tokens": 10}, (None, 8.0), None),
-        ({"prompt_tokens": 1000.0, "completion_tokens": 10}, (2.0, 8.0), None),
-        ({"prompt_tokens": 1000, "completion_tokens": True}, (2.0, 8.0), None),
-        ({"prompt_tokens": -1, "completion_tokens": 10}, (2.0, 8.0), None),
-        ([1000, 10], (2.0, 8.0), None),
-    ],
-)
-def test_cost_is_unknown_without_both_rates_or_whole_token_counts(usage, rates, cost) -> None:
-    # An unknown cost is None, never 0: a count that is not a non-negative int is not a count.
-    assert cost_of(usage, *rates) == cost
-
-
-def test_usage_is_read_only_when_it_is_an_object() -> None:
-    assert usage_of(b'{"usage": {"prompt_tokens": 3}}') == {"prompt_tokens": 3}
-    assert usage_of(b'{"usage": [3, 4]}') is None
-    assert usage_of(b'{"usage": 7}') is None
-    assert usage_of(b"not json") is None
 
 
 def test_the_key_is_scrubbed_inside_lists_and_everything_else_is_kept() -> None:
