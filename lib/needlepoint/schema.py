@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
+from pathlib import Path
 from typing import Any, TypeVar
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.fields import is_number
+from needlepoint.jsonio import parse_json
 
 R = TypeVar("R")
 
@@ -117,3 +120,48 @@ def _scalar(tp: Any, value: Any, where: str) -> Any:
     if not ok:
         fail(where, f"expected {tp.__name__}, got {value!r}")
     return value
+
+
+def document_bytes(record: Any) -> bytes:
+    """A versioned document as a file: sorted keys, two-space indent, UTF-8, final newline.
+
+    Readable in a diff, and the same bytes for the same record; NaN is refused, never written.
+    """
+    text = json.dumps(
+        to_plain(record), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False
+    )
+    return (text + "\n").encode("utf-8")
+
+
+def versioned_from_json(data: bytes | str, cls: type[R], fmt: str, version: int, where: str) -> R:
+    """Read a versioned document, refusing another format or version and any malformed field."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NeedlepointError(
+                f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
+    value = parse_json(data, where)
+    if not isinstance(value, dict) or value.get("format") != fmt:
+        found = value.get("format") if isinstance(value, dict) else None
+        raise NeedlepointError(f"{where}: format {found!r} is not {fmt!r}")
+    if value.get("version") != version:
+        raise NeedlepointError(
+            f"{where}: {fmt} version {value.get('version')!r} is not supported "
+            f"(this needlepoint reads version {version})"
+        )
+    try:
+        return typing.cast(R, from_plain(cls, value, ""))
+    except NeedlepointError as exc:
+        raise NeedlepointError(f"{where}: field {exc}") from None
+
+
+def read_versioned(path: str | Path, cls: type[R], fmt: str, version: int) -> R:
+    """Load a versioned document file (``versioned_from_json`` naming the file in every message)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    return versioned_from_json(data, cls, fmt, version, str(p))

@@ -94,7 +94,7 @@ def test_another_format_is_refused(prepared: Prepared) -> None:
         from_json(json.dumps(value))
     with pytest.raises(NeedlepointError, match="format None is not"):
         from_json("[1, 2]")
-    with pytest.raises(NeedlepointError, match=r"analysis\.json: not JSON"):
+    with pytest.raises(NeedlepointError, match=r"analysis\.json:1: broken JSON"):
         from_json(b"{")
 
 

@@ -8,14 +8,18 @@ field, and a test checks that it lists exactly these.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from needlepoint.analysis.tables import Secondary
-from needlepoint.errors import NeedlepointError
-from needlepoint.schema import fields_plain, from_plain, record_from_plain, to_plain
+from needlepoint.schema import (
+    document_bytes,
+    fields_plain,
+    read_versioned,
+    record_from_plain,
+    versioned_from_json,
+)
 
 ANALYSIS_FORMAT = "needlepoint-analysis"
 ANALYSIS_VERSION = 1
@@ -237,37 +241,15 @@ class AnalysisDocument:
 
 
 def to_json(doc: AnalysisDocument) -> bytes:
-    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same analysis."""
-    text = json.dumps(to_plain(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same document."""
+    return document_bytes(doc)
 
 
 def from_json(data: bytes | str, where: str = "analysis.json") -> AnalysisDocument:
     """Read analysis.json bytes, refusing another format or version and any malformed field."""
-    try:
-        value = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NeedlepointError(f"{where}: not JSON ({exc})") from None
-    if not isinstance(value, dict) or value.get("format") != ANALYSIS_FORMAT:
-        found = value.get("format") if isinstance(value, dict) else None
-        raise NeedlepointError(f"{where}: format {found!r} is not {ANALYSIS_FORMAT!r}")
-    if value.get("version") != ANALYSIS_VERSION:
-        raise NeedlepointError(
-            f"{where}: {ANALYSIS_FORMAT} version {value.get('version')!r} is not supported "
-            f"(this needlepoint reads version {ANALYSIS_VERSION})"
-        )
-    try:
-        doc: AnalysisDocument = from_plain(AnalysisDocument, value, "")
-    except NeedlepointError as exc:
-        raise NeedlepointError(f"{where}: field {exc}") from None
-    return doc
+    return versioned_from_json(data, AnalysisDocument, ANALYSIS_FORMAT, ANALYSIS_VERSION, where)
 
 
 def read_document(path: str | Path) -> AnalysisDocument:
-    """Load an analysis.json file (``from_json`` with the file's name in every message)."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
-    return from_json(data, str(p))
+    """Load a analysis.json file (``from_json`` with the file's name in every message)."""
+    return read_versioned(path, AnalysisDocument, ANALYSIS_FORMAT, ANALYSIS_VERSION)

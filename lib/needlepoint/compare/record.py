@@ -8,12 +8,11 @@ states every field, and a test checks that it lists exactly these.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.schema import from_plain, to_plain
+from needlepoint.schema import document_bytes, read_versioned, versioned_from_json
 
 COMPARISON_FORMAT = "needlepoint-comparison"
 COMPARISON_VERSION = 1
@@ -105,37 +104,17 @@ class ComparisonDocument:
 
 
 def to_json(doc: ComparisonDocument) -> bytes:
-    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same comparison."""
-    text = json.dumps(to_plain(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    """Sorted, indented, UTF-8 JSON: readable, and the same bytes for the same document."""
+    return document_bytes(doc)
 
 
 def from_json(data: bytes | str, where: str = "comparison.json") -> ComparisonDocument:
     """Read comparison.json bytes, refusing another format or version and any malformed field."""
-    try:
-        value = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NeedlepointError(f"{where}: not JSON ({exc})") from None
-    if not isinstance(value, dict) or value.get("format") != COMPARISON_FORMAT:
-        found = value.get("format") if isinstance(value, dict) else None
-        raise NeedlepointError(f"{where}: format {found!r} is not {COMPARISON_FORMAT!r}")
-    if value.get("version") != COMPARISON_VERSION:
-        raise NeedlepointError(
-            f"{where}: {COMPARISON_FORMAT} version {value.get('version')!r} is not supported "
-            f"(this needlepoint reads version {COMPARISON_VERSION})"
-        )
-    try:
-        doc: ComparisonDocument = from_plain(ComparisonDocument, value, "")
-    except NeedlepointError as exc:
-        raise NeedlepointError(f"{where}: field {exc}") from None
-    return doc
+    return versioned_from_json(
+        data, ComparisonDocument, COMPARISON_FORMAT, COMPARISON_VERSION, where
+    )
 
 
 def read_comparison(path: str | Path) -> ComparisonDocument:
     """Load a comparison.json file (``from_json`` with the file's name in every message)."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
-    return from_json(data, str(p))
+    return read_versioned(path, ComparisonDocument, COMPARISON_FORMAT, COMPARISON_VERSION)
