@@ -122,6 +122,25 @@ def _scalar(tp: Any, value: Any, where: str) -> Any:
     return value
 
 
+def plain_without_absent(record: Any, added_later: tuple[str, ...]) -> dict[str, Any]:
+    """A record's JSON object, leaving out the fields added in a later version that are None.
+
+    So a record read from an older file is written back with exactly the keys it had.
+    """
+    plain = fields_plain(record)
+    for name in added_later:
+        if plain[name] is None:
+            del plain[name]
+    return plain
+
+
+def record_with_absent(
+    cls: type[R], value: dict[str, Any], where: str, added: tuple[str, ...]
+) -> R:
+    """Read a record whose later-added fields may be missing (an older file): they read as None."""
+    return record_from_plain(cls, dict.fromkeys(added) | value, where)
+
+
 def document_bytes(record: Any) -> bytes:
     """A versioned document as a file: sorted keys, two-space indent, UTF-8, final newline.
 

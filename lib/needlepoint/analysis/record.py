@@ -16,8 +16,10 @@ from needlepoint.analysis.tables import Secondary
 from needlepoint.schema import (
     document_bytes,
     fields_plain,
+    plain_without_absent,
     read_versioned,
     record_from_plain,
+    record_with_absent,
     versioned_from_json,
 )
 
@@ -58,15 +60,11 @@ class ProtocolRef:
     body_profile: str | None = None
 
     def to_plain(self) -> dict[str, Any]:
-        plain = fields_plain(self)
-        for name in _ADDED_LATER:
-            if plain[name] is None:
-                del plain[name]
-        return plain
+        return plain_without_absent(self, _ADDED_LATER)
 
     @classmethod
     def from_plain(cls, value: dict[str, Any], where: str) -> ProtocolRef:
-        return record_from_plain(cls, dict.fromkeys(_ADDED_LATER) | value, where)
+        return record_with_absent(cls, value, where, _ADDED_LATER)
 
 
 _ADDED_LATER = ("design_fingerprint", "model", "body_profile")

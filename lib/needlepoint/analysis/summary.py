@@ -10,7 +10,8 @@ from needlepoint.analysis.record import AnalysisDocument
 from needlepoint.analysis.tables import AccuracyCell, RefusalRow
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A Markdown table's lines (``(none)`` when empty): None as a dash, floats to 4 digits."""
     if not rows:
         return ["(none)", ""]
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -84,7 +85,7 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         "",
     ]
     lengths = sorted({r.length for c in doc.primary.cases for r in c.lengths})
-    lines += _table(
+    lines += markdown_table(
         ["case", *[f"loss low/high, diff at {n}" for n in lengths], "case difference"],
         [
             [c.case]
@@ -94,14 +95,14 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         ],
     )
     lines += ["### Excluded from the primary analysis (exploratory)", ""]
-    lines += _table(
+    lines += markdown_table(
         ["case", "length", "loss low", "loss high", "difference", "reason"],
         [
             [r.case, r.length, r.loss_low, r.loss_high, r.difference, r.reason]
             for r in doc.exploratory
         ],
     )
-    lines += _table(
+    lines += markdown_table(
         ["seq", "case", "length", "similarity", "condition", "category", "kind"],
         [
             [e.seq, e.case, e.length, e.similarity, e.condition, e.category, e.kind or "—"]
@@ -109,17 +110,17 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         ],
     )
     lines += ["## Secondary tables", "", "### Accuracy (correct / protocol-valid)", ""]
-    lines += _table(
+    lines += markdown_table(
         ["similarity", "length", "condition", "accuracy", "not valid"],
         [[c.similarity, c.length, c.condition, _rate(c), c.not_valid] for c in sec.accuracy],
     )
     lines += ["### Refusal accuracy on condition A", ""]
-    lines += _table(
+    lines += markdown_table(
         ["group", "level", "accuracy", "not valid"],
         [[r.group, r.level, _rate(r), r.not_valid] for r in sec.refusal],
     )
     lines += ["### Errors by condition and similarity", ""]
-    lines += _table(
+    lines += markdown_table(
         [
             "condition",
             "similarity",
@@ -148,7 +149,7 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         ],
     )
     lines += ["### Protocol failures and unexecuted requests", ""]
-    lines += _table(
+    lines += markdown_table(
         ["kind", "count", "indeterminate"],
         [[r.kind, r.count, "yes" if r.indeterminate else "no"] for r in sec.protocol_failures],
     )
@@ -180,7 +181,7 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         lines.append(f"- {field}: total {total}; {u.known} known, {u.unknown} unknown")
     ob = sec.order_balance
     lines += ["", "### Execution-order balance (blocks: planned / executed / complete)", ""]
-    lines += _table(
+    lines += markdown_table(
         ["length", "similarity", *ob.orders],
         [
             [s.length, s.similarity]

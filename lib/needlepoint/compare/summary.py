@@ -8,25 +8,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
 
+from needlepoint.analysis.summary import markdown_table
 from needlepoint.compare.record import ComparedCell, ComparedRun, ComparisonDocument
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    if not rows:
-        return ["(none)", ""]
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return [*out, ""]
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v).replace("|", "\\|")
 
 
 def _rate(correct: int, valid: int, rate: float | None) -> str:
@@ -68,7 +52,7 @@ def _primary(doc: ComparisonDocument) -> list[str]:
     order = interval_order(doc.runs)
     evaluable = sum(r.interval is not None for r in doc.runs)
     return [
-        *_table(headers, rows),
+        *markdown_table(headers, rows),
         f"Threshold {doc.threshold:g}; {100 * doc.confidence:g}% case-cluster bootstrap "
         "intervals, each from its own run. Each run's decision is its own preregistered "
         "decision; no estimate combines runs.",
@@ -100,7 +84,7 @@ def _failures(doc: ComparisonDocument) -> list[str]:
     kinds = sorted({k for r in doc.runs for k in r.protocol_failures})
     rows = [(k, *[r.protocol_failures.get(k, 0) for r in doc.runs]) for k in kinds]
     rows.append(("unexecuted", *[r.unexecuted for r in doc.runs]))
-    return _table(["kind", *[run_name(r) for r in doc.runs]], rows)
+    return markdown_table(["kind", *[run_name(r) for r in doc.runs]], rows)
 
 
 def _cells(run: ComparedRun) -> list[str]:
@@ -123,7 +107,7 @@ def _cells(run: ComparedRun) -> list[str]:
                 ],
             )
         )
-    return [f"#### {run_name(run)}", "", *_table(["similarity", "length", *conds], rows)]
+    return [f"#### {run_name(run)}", "", *markdown_table(["similarity", "length", *conds], rows)]
 
 
 def comparison_markdown(doc: ComparisonDocument) -> str:
@@ -151,7 +135,7 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
         "way substring-match benchmarks score; it is exploratory, over the same protocol-valid "
         "responses, and never enters a decision.",
         "",
-        *_table(
+        *markdown_table(
             ["run", "group", "strict", "lenient", "not valid"],
             [
                 (
@@ -170,7 +154,7 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
         *[line for r in doc.runs for line in _cells(r)],
         "## Fingerprints",
         "",
-        *_table(
+        *markdown_table(
             ["run", "model", "protocol fingerprint", "journal sha256"],
             [
                 (run_name(r), r.model, f"`{r.protocol_fingerprint}`", f"`{r.journal_sha256}`")

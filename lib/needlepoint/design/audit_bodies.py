@@ -11,7 +11,8 @@ from typing import Any
 
 from needlepoint.jsonio import canonical_bytes, sha256_hex
 
-# PROTOCOL.md, "Design fingerprint": the design fields, whole.
+# PROTOCOL.md, "Design fingerprint": the design fields, whole. Written out again here rather
+# than imported from design.identity: the audit must not share the generator side's code.
 DESIGN_KEYS = (
     "analysis",
     "cases",

@@ -11,7 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from needlepoint.run.simulate import PositionParams
-from needlepoint.schema import fields_plain, record_from_plain
+from needlepoint.schema import (
+    fields_plain,
+    plain_without_absent,
+    record_from_plain,
+    record_with_absent,
+)
 
 RUN_FORMAT = 1
 RUN_KIND = "needlepoint-run"
@@ -69,15 +74,11 @@ class RunRecord:
     allow_insecure_http: bool | None = None
 
     def to_plain(self) -> dict[str, Any]:
-        plain = fields_plain(self)
-        for name in _ADDED_LATER:
-            if plain[name] is None:
-                del plain[name]
-        return plain
+        return plain_without_absent(self, _ADDED_LATER)
 
     @classmethod
     def from_plain(cls, value: dict[str, Any], where: str) -> RunRecord:
-        return record_from_plain(cls, dict.fromkeys(_ADDED_LATER) | value, where)
+        return record_with_absent(cls, value, where, _ADDED_LATER)
 
 
 _ADDED_LATER = ("design_fingerprint", "body_profile", "allow_insecure_http")
