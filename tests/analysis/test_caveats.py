@@ -145,6 +145,14 @@ def test_without_a_complete_case_the_floor_is_exploratory() -> None:
     assert notes[0] == FLOOR.format(EXPLORATORY)
 
 
+def test_without_a_complete_case_a_correct_e_answer_lifts_the_floor() -> None:
+    # Exploratory branch: M always fails, so no case is complete; B is wrong, E right. E is an
+    # end position too, so there is no floor (a rule reading only B would claim one).
+    rule = {"M": "protocol_failure:finish_reason", "B": "error:absent_code", "E": "correct"}
+    notes = run(lambda c, s, cond: rule.get(cond, "correct"))
+    assert not any(n.startswith("Floor") for n in notes)
+
+
 def test_no_valid_end_answer_at_all_is_no_floor() -> None:
     # B and E all failed, M answered wrong: nothing at an end position to judge a floor by.
     rule = {"B": "protocol_failure:role", "E": "protocol_failure:role", "M": "error:bad_format"}
