@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.analysis.guards import check_pilot
 from needlepoint.analysis.results_table import read_results_csv
 from needlepoint.design.prepared import PLAN_COLUMNS, Prepared, load_prepared
+from needlepoint.design.protocol import is_pilot
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.results import RESULT_COLUMNS
+from needlepoint.run.folder import read_run_record
+from needlepoint.run.results import RESULT_COLUMNS, load_run_results
 from needlepoint.run.scoring import (
     CORRECT,
     ERROR,
@@ -209,13 +212,15 @@ def validate_rows(
     return tuple(outcomes), first[1] == "true", first[2] or None
 
 
-def _verified(prepared_dir: str | Path) -> Prepared:
+def _verified(prepared_dir: str | Path, pilot: bool = False) -> Prepared:
     report = verify_prepared(prepared_dir)
     if not report.ok:
         raise NeedlepointError(
             f"{prepared_dir}: prepared folder fails verify: {report.problems[0]}"
         )
-    return load_prepared(prepared_dir)
+    prepared = load_prepared(prepared_dir)
+    check_pilot(prepared_dir, is_pilot(prepared.protocol), pilot, "its protocol's rationale")
+    return prepared
 
 
 def from_results_csv(csv_path: str | Path, prepared_dir: str | Path) -> AnalysisInput:
@@ -235,12 +240,15 @@ def from_results_csv(csv_path: str | Path, prepared_dir: str | Path) -> Analysis
     )
 
 
-def from_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> AnalysisInput:
-    """A run folder, re-derived from its journal so that an edited results.csv is refused."""
-    from needlepoint.run.results import load_run_results
-
+def from_run(
+    run_dir: str | Path, prepared_dir: str | Path | None = None, *, pilot: bool = False
+) -> AnalysisInput:
+    """A run folder re-derived from its journal (an edited results.csv is refused); a pilot's
+    run is refused unless ``pilot`` is set, and then only a pilot's run is read."""
+    extra = read_run_record(Path(run_dir)).extra
+    check_pilot(run_dir, extra.get("pilot") is True, pilot, "run.json extra.pilot")
     run = load_run_results(run_dir, prepared_dir)
-    prepared = _verified(run.prepared_dir)
+    prepared = _verified(run.prepared_dir, pilot)
     if prepared.fingerprint != run.prepared_fingerprint:
         raise NeedlepointError(
             f"{run_dir}: run was made from prepared fingerprint {run.prepared_fingerprint[:12]}, "

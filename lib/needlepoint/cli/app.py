@@ -23,6 +23,7 @@ PROVIDERS = (
     "needlepoint.cli.run",
     "needlepoint.cli.analysis",
     "needlepoint.cli.compare",
+    "needlepoint.cli.pilot",
     "needlepoint.cli.contamination",
     "needlepoint.cli.pipeline",
     "needlepoint.cli.local",

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from needlepoint.errors import NeedlepointError
+
+if TYPE_CHECKING:
+    from needlepoint.run.settings import RunOptions
 
 
 def _sim_params(pairs: list[str] | None) -> dict[str, float] | None:
@@ -27,11 +31,11 @@ def _sim_params(pairs: list[str] | None) -> dict[str, float] | None:
     return out
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from needlepoint.run.loop import run_protocol
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """The run flags (``add_run_flags``) as one RunOptions; `run` and `pilot` share them."""
     from needlepoint.run.settings import RunOptions
 
-    options = RunOptions(
+    return RunOptions(
         allow=args.allow,
         progress="off" if args.no_progress else "auto",
         simulate=args.simulate,
@@ -47,7 +51,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         cost_cap=args.cost_cap,
         allow_insecure_http=args.allow_insecure_http,
     )
-    summary = run_protocol(args.prepared, args.run_dir, options)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from needlepoint.run.loop import run_protocol
+
+    summary = run_protocol(args.prepared, args.run_dir, run_options(args))
     for line in summary.lines():
         print(line)
     # A stop rule firing is not an error of the command, but scripts should be able to tell.
@@ -97,9 +106,7 @@ def _positive_int(text: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the run, results and audit-run commands."""
-    from needlepoint.run.settings import DEFAULT_TIMEOUT_S
-
+    """Add the run, sweep, results and audit-run commands."""
     p = sub.add_parser(
         "run",
         help="send a prepared folder's frozen requests (live or simulated), journalled",
@@ -107,8 +114,37 @@ def register(sub: argparse._SubParsersAction) -> None:
         "retrying. Running again on the same --run-dir resumes.",
     )
     p.add_argument("prepared", metavar="DIR", help="prepared folder (must pass verify and audit)")
-    p.add_argument("--allow", type=_positive_int, required=True, help="most attempts, in total")
     p.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
+    add_run_flags(p)
+    p.set_defaults(func=_cmd_run)
+
+    w = sub.add_parser(
+        "sweep",
+        help="several runs at once, one worker per run (SWEEP.json), each a `run`",
+        description="Start every run listed in SWEEP.json together, one worker process per "
+        "run, each with its own journal, lock, spacing and stop rules. Running it again resumes "
+        "each run. Format: docs/runner.md.",
+    )
+    w.add_argument("sweep", metavar="SWEEP.json", help="the sweep file")
+    w.add_argument("--no-progress", action="store_true", help="no progress lines")
+    w.set_defaults(func=_cmd_sweep)
+
+    r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
+    r.add_argument("run_dir", metavar="RUNDIR")
+    r.add_argument("--prepared", help="prepared folder, if it moved since the run")
+    r.set_defaults(func=_cmd_results)
+
+    a = sub.add_parser("audit-run", help="check a run folder's journal, records and rules")
+    a.add_argument("run_dir", metavar="RUNDIR")
+    a.add_argument("--prepared", help="prepared folder, if it moved since the run")
+    a.set_defaults(func=_cmd_audit_run)
+
+
+def add_run_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of a run: allowance, live endpoint or simulation, spacing, timeouts, money."""
+    from needlepoint.run.settings import DEFAULT_TIMEOUT_S
+
+    p.add_argument("--allow", type=_positive_int, required=True, help="most attempts, in total")
     p.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. https://host/v1")
     p.add_argument("--model", help="must equal the model in the frozen bodies")
     p.add_argument("--api-key-env", help="name of the environment variable holding the key")
@@ -140,25 +176,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output-rate", type=float, help="money per million completion tokens")
     p.add_argument("--cost-cap", type=float, help="stop before spending more than this")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_run)
-
-    w = sub.add_parser(
-        "sweep",
-        help="several runs at once, one worker per run (SWEEP.json), each a `run`",
-        description="Start every run listed in SWEEP.json together, one worker process per "
-        "run, each with its own journal, lock, spacing and stop rules. Running it again resumes "
-        "each run. Format: docs/runner.md.",
-    )
-    w.add_argument("sweep", metavar="SWEEP.json", help="the sweep file")
-    w.add_argument("--no-progress", action="store_true", help="no progress lines")
-    w.set_defaults(func=_cmd_sweep)
-
-    r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
-    r.add_argument("run_dir", metavar="RUNDIR")
-    r.add_argument("--prepared", help="prepared folder, if it moved since the run")
-    r.set_defaults(func=_cmd_results)
-
-    a = sub.add_parser("audit-run", help="check a run folder's journal, records and rules")
-    a.add_argument("run_dir", metavar="RUNDIR")
-    a.add_argument("--prepared", help="prepared folder, if it moved since the run")
-    a.set_defaults(func=_cmd_audit_run)

@@ -137,10 +137,19 @@ def prepare(
     ``model`` and ``body_profile`` make a model variant of the protocol: the same design (and
     design fingerprint), with its own bodies and protocol fingerprint.
     """
+    protocol = load_protocol(protocol_path, model=model, body_profile=body_profile)
+    return prepare_protocol(out_dir, protocol)
+
+
+def prepare_protocol(out_dir: str | Path, protocol: dict[str, Any]) -> Path:
+    """Write a prepared folder for a protocol built in memory (a pilot's design, say).
+
+    The protocol is validated exactly as a protocol file is, and the folder must be new or empty.
+    """
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise NeedlepointError(f"{out}: exists and is not an empty folder; choose a fresh one")
-    protocol = load_protocol(protocol_path, model=model, body_profile=body_profile)
+    protocol_mod.validate(protocol, f"{out}/protocol.json")
     files = generate(protocol)
     files["manifest.json"] = manifest_bytes(files, protocol)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,11 @@
 """Design identity: which protocol fields are the design, and the design fingerprint over them.
 
 Every top-level protocol field is exactly one of: *design* (materials, order, templates,
-scoring, analysis), a *label* (description, version), *execution* (the runner's spacing and
-stop rules) or *model variant* (model and body fields). Two prepared folders with one design
-fingerprint hold the same records, codes, order and answer key, are scored and analysed by the
-same rules, and differ at most in the model they ask and how the bodies are shaped.
+scoring, analysis), a *label* (description, version, the optional rationale), *execution* (the
+runner's spacing and stop rules) or *model variant* (model and body fields). Two prepared
+folders with one design fingerprint hold the same records, codes, order and answer key, are
+scored and analysed by the same rules, and differ at most in the model they ask and how the
+bodies are shaped.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ DESIGN_FIELDS = (
     "templates",
     "unknown",
 )
-LABEL_FIELDS = ("description", "version")
+LABEL_FIELDS = ("description", "version", "rationale")
 EXECUTION_FIELDS = ("runner",)
 VARIANT_FIELDS = ("model", *BODY_FIELDS)
 

@@ -76,6 +76,12 @@ _REFERENCE: dict[str, Any] = {
 }
 
 
+# Free label fields a protocol may leave out (the reference has none). ``rationale`` records why
+# a version exists: a pilot's design (``kind: "pilot"``) or a calibration from a pilot
+# (``kind: "calibration"``); see docs/pilot.md. It is never part of the design.
+OPTIONAL_FIELDS = ("rationale",)
+
+
 def reference_protocol() -> dict[str, Any]:
     """A fresh copy of protocol context-position-similar v1."""
     return copy.deepcopy(_REFERENCE)
@@ -115,10 +121,18 @@ def load_override(path: str | Path) -> dict[str, Any]:
     if not isinstance(override, dict):
         raise NeedlepointError(f"{path}: a protocol override must be a JSON object")
     body = {k: override[k] for k in profiles.OPTIONAL_FIELDS if k in override}
-    merged = _merge(_REFERENCE, {k: v for k, v in override.items() if k not in body}, str(path))
-    protocol = _with_body_fields(merged, override, body, str(path))
+    free = {k: override[k] for k in OPTIONAL_FIELDS if k in override}
+    rest = {k: v for k, v in override.items() if k not in body and k not in free}
+    merged = _merge(_REFERENCE, rest, str(path))
+    protocol = _with_body_fields(merged, override, body, str(path)) | copy.deepcopy(free)
     validate(protocol, str(path))
     return protocol
+
+
+def is_pilot(protocol: dict[str, Any]) -> bool:
+    """Whether a protocol is a pilot's design: held-out materials, never a main run."""
+    rationale = protocol.get("rationale")
+    return isinstance(rationale, dict) and rationale.get("kind") == "pilot"
 
 
 def _with_body_fields(
@@ -152,6 +166,8 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
     version = p["version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise NeedlepointError(f"{where}: version must be a positive integer")
+    if "rationale" in p and not isinstance(p["rationale"], dict):
+        raise NeedlepointError(f"{where}: rationale must be a JSON object")
     # A model variant of v1 (another model, body profile or runner) is still v1; only a change
     # of a design field needs a new version.
     changed = _changed_fields(design_part(_REFERENCE), design_part(p))

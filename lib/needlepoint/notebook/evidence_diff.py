@@ -32,6 +32,7 @@ NOT_COMPARED: dict[str, str] = {
     # provenance is the one run file that must differ: the wall-clock start and git commit
     "run/provenance.jsonl": "the run's wall-clock time and git commit",
     "compare/runs/*/provenance.jsonl": "each compared run's wall-clock time and git commit",
+    "pilot/run/provenance.jsonl": "the pilot run's wall-clock time and git commit",
 }
 
 

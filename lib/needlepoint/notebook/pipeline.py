@@ -26,6 +26,7 @@ NOTEBOOKS = (
     "05-power",
     "06-contamination",
     "07-compare",
+    "08-pilot",
 )
 KERNEL = "needlepoint"
 

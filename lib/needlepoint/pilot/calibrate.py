@@ -1,0 +1,287 @@
+"""`needlepoint calibrate`: choose lengths and a case count from a pilot, and write a new version.
+
+The rules (docs/pilot.md) are fixed before the pilot is read:
+
+1. A length qualifies when its end-position (B and E) accuracy lies inside the band, its
+   protocol-failure rate ``f`` leaves complete pairs, ``(1 − f)^8 >= min_pair_complete`` (the
+   probability that all eight requests of a case at that length are valid), and it has valid
+   answers under M (low similarity) and A. The calibrated design takes every qualifying length.
+2. The pilot's accuracies over those lengths (B, M under low similarity, E, A) and its failure
+   rate feed ``PowerModel``; the design's runner stops after its consecutive-failure limit.
+3. The recommended count is the smallest multiple of the number of orders, up to
+   ``max_cases``, whose simulated power at ``effect`` reaches ``target_power`` while the mean
+   number of complete cases is at least ``complete_margin`` × the analysis minimum.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import needlepoint
+from needlepoint.analysis.inputs import AnalysisInput, from_run
+from needlepoint.analysis.power import PowerModel, PowerStudy, power_grid
+from needlepoint.design import protocol as protocol_mod
+from needlepoint.design.prepared import load_prepared
+from needlepoint.errors import NeedlepointError
+from needlepoint.pilot import calibration_record as cr
+from needlepoint.pilot.folder import read_design
+from needlepoint.pilot.heldout import calibrated_seed
+from needlepoint.pilot.record import PREPARED_DIR, RUN_DIR, design_ref, read_pilot_record
+from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
+from needlepoint.schema import to_plain
+
+REQUESTS_PER_PAIR = 8  # two similarity blocks of four conditions
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """What `calibrate` is asked for: the rules' parameters and the new version number."""
+
+    band_low: float = 0.6
+    band_high: float = 0.95
+    min_pair_complete: float = 0.5
+    effect: float = 0.2
+    target_power: float = 0.8
+    complete_margin: int = 2
+    max_cases: int = 128
+    simulations: int = 1000
+    seed: int = 20260930
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration's record and, when it recommends one, the new protocol."""
+
+    record: cr.CalibrationRecord
+    protocol: dict[str, Any] | None
+
+
+def check_options(o: CalibrationOptions) -> None:
+    """Refuse parameters the rules cannot use, with one line naming the parameter."""
+    if not 0 <= o.band_low < o.band_high <= 1:
+        raise NeedlepointError(f"--band {o.band_low:g},{o.band_high:g}: need 0 <= LOW < HIGH <= 1")
+    if not 0 < o.min_pair_complete <= 1 or not 0 < o.target_power < 1:
+        raise NeedlepointError("min_pair_complete and target_power must lie in (0, 1)")
+    if o.max_cases < 1 or o.simulations < 1 or o.complete_margin < 1:
+        raise NeedlepointError("--max-cases, --simulations and the margin must be positive")
+
+
+def check_effect(o: CalibrationOptions, threshold: float) -> None:
+    """The effect must exceed the design's threshold, or 80% power is out of reach."""
+    if not threshold < o.effect <= 1:
+        raise NeedlepointError(
+            f"--effect {o.effect:g} must exceed the threshold {threshold:g}: at an effect equal "
+            "to the threshold the estimate falls below it about half the time, so power "
+            "never reaches 80% there, whatever the count"
+        )
+
+
+def verdict_of(c: LengthCounts, o: CalibrationOptions) -> cr.LengthVerdict:
+    """Apply rule 1 to one length."""
+    f = c.failures.estimate
+    pair = None if f is None else (1 - f) ** REQUESTS_PER_PAIR
+    end = c.end.estimate
+    in_band = end is not None and o.band_low <= end <= o.band_high
+    ok = False
+    if end is None:
+        reason = "no valid B or E answer"
+    elif end < o.band_low:
+        reason = f"end accuracy {end:.3f} is below the band (floor side)"
+    elif end > o.band_high:
+        reason = f"end accuracy {end:.3f} is above the band (ceiling side)"
+    elif pair is None or pair < o.min_pair_complete:
+        shown = "unknown" if pair is None else f"{pair:.3f}"
+        reason = f"failure rate leaves a pair complete with probability {shown} only"
+    elif c.middle.trials == 0 or c.refusal.trials == 0:
+        reason = "no valid M (low similarity) or A answer"
+    else:
+        ok = True
+        reason = f"end accuracy {end:.3f} in the band; a pair complete with probability {pair:.3f}"
+    return cr.LengthVerdict(c.length, pair, in_band, ok, reason)
+
+
+def calibrated_protocol(
+    design: dict[str, Any], lengths: tuple[int, ...], cases: int, seed: int, version: int
+) -> dict[str, Any]:
+    """The design with the chosen lengths and count, a materials seed, and a new version."""
+    p = copy.deepcopy(design)
+    p.update(version=version, lengths=list(lengths), cases=cases)
+    p["seeds"] = dict(design["seeds"], materials=seed)
+    p.pop("rationale", None)
+    return p
+
+
+def _search(
+    model: PowerModel, o: CalibrationOptions, design: dict[str, Any], lengths: tuple[int, ...]
+) -> tuple[list[cr.PowerRow], int | None]:
+    """Rule 3: the power table of every count tried, and the first count that meets it."""
+    step = len(design["orders"])
+    minimum = design["analysis"]["min_complete_cases"]
+    rows: list[cr.PowerRow] = []
+    for cases in range(step, o.max_cases + 1, step):
+        protocol = calibrated_protocol(design, lengths, cases, 0, design["version"])
+        study = PowerStudy(
+            cases=(cases,), effects=(o.effect,), simulations=o.simulations, seed=o.seed
+        )
+        t = power_grid(model, study, protocol).iloc[0]
+        row = cr.PowerRow(
+            int(t["cases"]),
+            float(t["effect"]),
+            float(t["power"]),
+            float(t["not_evaluable"]),
+            float(t["mean_complete_cases"]),
+            int(t["simulations"]),
+        )
+        rows.append(row)
+        if row.power >= o.target_power and row.mean_complete_cases >= o.complete_margin * minimum:
+            return rows, cases
+    return rows, None
+
+
+def threshold_power(model: PowerModel, o: CalibrationOptions, protocol: dict[str, Any]) -> float:
+    """Power at an effect equal to the threshold, for the recommended design (shown, not used)."""
+    threshold = float(protocol["analysis"]["threshold"])
+    study = PowerStudy(
+        cases=(protocol["cases"],), effects=(threshold,), simulations=o.simulations, seed=o.seed
+    )
+    return float(power_grid(model, study, protocol)["power"].iloc[0])
+
+
+def pilot_model(
+    inp: AnalysisInput, lengths: tuple[int, ...], design: dict[str, Any]
+) -> PowerModel | str:
+    """Rule 2: the power model of the pilot's accuracies over the chosen lengths.
+
+    Returns the reason instead when a condition has no valid answer over those lengths.
+    """
+    p = pooled(inp.outcomes, lengths)
+    acc = {k: p[k].estimate for k in ("B", "M", "E", "A", "failure")}
+    missing = [k for k, v in acc.items() if v is None]
+    if missing:
+        return f"no valid {missing[0]} answer at lengths {', '.join(map(str, lengths))}"
+    return PowerModel(
+        acc_b=float(acc["B"] or 0),
+        acc_m=float(acc["M"] or 0),
+        acc_e=float(acc["E"] or 0),
+        acc_a=float(acc["A"] or 0),
+        failure_rate=float(acc["failure"] or 0),
+        stop_after=int(design["runner"]["max_consecutive_failures"]),
+    )
+
+
+def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInput]:
+    """The pilot's record, its design and its validated rows (the run audited first)."""
+    from needlepoint.run.audit import audit_run
+
+    folder = Path(pilot_dir)
+    record = read_pilot_record(folder)
+    design = read_design(folder, record)
+    audit = audit_run(folder / RUN_DIR)
+    if not audit.ok:
+        raise NeedlepointError(f"{folder / RUN_DIR}: fails audit-run: {audit.lines()[-1]}")
+    return record, design, from_run(folder / RUN_DIR, pilot=True)
+
+
+def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) -> Calibration:
+    """Read a pilot folder and apply the rules; the protocol is None unless one is recommended."""
+    o = options or CalibrationOptions()
+    check_options(o)
+    record, design, inp = load_pilot(pilot_dir)
+    check_effect(o, float(design["analysis"]["threshold"]))
+    version = o.version if o.version is not None else design["version"] + 2
+    if version in (design["version"], record.protocol_version) or version < 1:
+        raise NeedlepointError(
+            f"--version {version}: must be a positive version other than the design's "
+            f"(v{design['version']}) and the pilot's (v{record.protocol_version})"
+        )
+    counts = tuple(length_counts(inp.outcomes, n) for n in sorted(record.lengths))
+    verdicts = tuple(verdict_of(c, o) for c in counts)
+    chosen = tuple(v.length for v in verdicts if v.qualifies)
+    rules = cr.CalibrationRules(
+        o.band_low, o.band_high, o.min_pair_complete, design["analysis"]["threshold"],
+        o.effect, o.target_power, o.complete_margin, o.max_cases, o.simulations, o.seed,
+    )  # fmt: skip
+    base = dict(
+        kind=cr.CALIBRATION_KIND,
+        format=cr.CALIBRATION_FORMAT,
+        version=cr.CALIBRATION_VERSION,
+        package_version=needlepoint.__version__,
+        pilot=cr.PilotRef(
+            inp.journal_sha256 or "",
+            inp.fingerprint,
+            record.protocol_version,
+            record.materials_seed.seed,
+            inp.simulation,
+        ),
+        design=design_ref(design),
+        rules=rules,
+        lengths=counts,
+        verdicts=verdicts,
+        chosen_lengths=chosen,
+    )
+    empty = dict(power_table=(), power_at_threshold=None, recommended_cases=None)
+    none = dict(protocol_version=None, materials_seed=None)
+    if not chosen:
+        reason = "; ".join(f"{v.length}: {v.reason}" for v in verdicts)
+        rec = cr.CalibrationRecord(
+            **base, power_model=None, **empty, **none, verdict=cr.NO_LENGTH, reason=reason
+        )
+        return Calibration(rec, None)
+    model = pilot_model(inp, chosen, design)
+    if isinstance(model, str):
+        rec = cr.CalibrationRecord(
+            **base, power_model=None, **empty, **none, verdict=cr.NO_LENGTH, reason=model
+        )
+        return Calibration(rec, None)
+    if model.acc_m < o.effect:
+        reason = (
+            f"middle accuracy {model.acc_m:.3f} (low similarity, lengths "
+            f"{', '.join(map(str, chosen))}) is below the effect {o.effect:g}: "
+            "a middle loss that large cannot occur"
+        )
+        rec = cr.CalibrationRecord(
+            **base, power_model=model, **empty, **none, verdict=cr.MIDDLE_TOO_LOW, reason=reason
+        )
+        return Calibration(rec, None)
+    rows, cases = _search(model, o, design, chosen)
+    if cases is None:
+        best = max(rows, key=lambda r: r.power)
+        reason = (
+            f"no multiple of {len(design['orders'])} up to {o.max_cases} cases reaches "
+            f"{o.target_power:.0%} power at effect {o.effect:g} (best {best.power:.3f} at "
+            f"{best.cases} cases)"
+        )
+        rec = cr.CalibrationRecord(
+            **base, power_model=model, power_table=tuple(rows), power_at_threshold=None,
+            recommended_cases=None, **none, verdict=cr.NOT_REACHED, reason=reason,
+        )  # fmt: skip
+        return Calibration(rec, None)
+    pilot_protocol = load_prepared(Path(pilot_dir) / PREPARED_DIR).protocol
+    seed = calibrated_seed(
+        design["seeds"]["materials"],
+        pilot_protocol,
+        lambda s: calibrated_protocol(design, chosen, cases, s, version),
+    )
+    protocol = calibrated_protocol(design, chosen, cases, seed.seed, version)
+    reason = (
+        f"lengths {', '.join(map(str, chosen))}: {cases} cases reach power "
+        f"{rows[-1].power:.3f} at effect {o.effect:g}"
+    )
+    rec = cr.CalibrationRecord(
+        **base, power_model=model, power_table=tuple(rows),
+        power_at_threshold=threshold_power(model, o, protocol), recommended_cases=cases,
+        protocol_version=version, materials_seed=seed, verdict=cr.RECOMMENDED, reason=reason,
+    )  # fmt: skip
+    label = "a SIMULATED pilot" if inp.simulation else "pilot"
+    protocol["description"] = (
+        f"{design['protocol_id']} v{version}: v{design['version']} calibrated on {label} "
+        f"{rec.pilot.journal_sha256[:12]} (held-out materials): lengths "
+        f"{', '.join(map(str, chosen))}, {cases} cases"
+    )
+    protocol["rationale"] = to_plain(rec)
+    protocol_mod.validate(protocol, "calibrated protocol")
+    return Calibration(rec, protocol)

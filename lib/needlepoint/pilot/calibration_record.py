@@ -1,0 +1,98 @@
+"""The calibration record: the ``rationale`` of a calibrated protocol, and `calibrate --report`.
+
+It says which pilot the version was calibrated on (by its journal fingerprint), what the pilot
+measured per length, which rule chose the lengths, the power model fed with the pilot's
+accuracies, the power table of the case-count search and the recommendation. docs/schema.md
+states every field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from needlepoint.analysis.power import PowerModel
+from needlepoint.pilot.record import DesignRef, HeldOutSeed
+from needlepoint.pilot.stats import LengthCounts
+
+CALIBRATION_FORMAT = "needlepoint-calibration"
+CALIBRATION_VERSION = 1
+CALIBRATION_KIND = "calibration"
+# Verdicts: only "recommended" writes a protocol.
+RECOMMENDED = "recommended"
+NO_LENGTH = "no length qualifies"
+MIDDLE_TOO_LOW = "middle accuracy below the effect"
+NOT_REACHED = "power not reached"
+
+
+@dataclass(frozen=True)
+class CalibrationRules:
+    """The rules a calibration applied, fixed before it read the pilot (docs/pilot.md)."""
+
+    band_low: float
+    band_high: float
+    min_pair_complete: float
+    threshold: float
+    effect: float
+    target_power: float
+    complete_margin: int
+    max_cases: int
+    simulations: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class PilotRef:
+    """The pilot a calibration read."""
+
+    journal_sha256: str
+    prepared_fingerprint: str
+    protocol_version: int
+    materials_seed: int
+    simulation: bool
+
+
+@dataclass(frozen=True)
+class LengthVerdict:
+    """Whether one pilot length qualifies for the calibrated design, and why."""
+
+    length: int
+    pair_complete: float | None
+    in_band: bool
+    qualifies: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class PowerRow:
+    """One row of the case-count search: a power.csv row (``POWER_COLUMNS``)."""
+
+    cases: int
+    effect: float
+    power: float
+    not_evaluable: float
+    mean_complete_cases: float
+    simulations: int
+
+
+@dataclass(frozen=True)
+class CalibrationRecord:
+    """Why a calibrated version has its lengths and case count, or why there is none."""
+
+    kind: str
+    format: str
+    version: int
+    package_version: str
+    pilot: PilotRef
+    design: DesignRef
+    rules: CalibrationRules
+    lengths: tuple[LengthCounts, ...]
+    verdicts: tuple[LengthVerdict, ...]
+    chosen_lengths: tuple[int, ...]
+    power_model: PowerModel | None
+    power_table: tuple[PowerRow, ...]
+    power_at_threshold: float | None
+    recommended_cases: int | None
+    protocol_version: int | None
+    materials_seed: HeldOutSeed | None
+    verdict: str
+    reason: str

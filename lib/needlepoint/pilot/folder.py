@@ -1,0 +1,203 @@
+"""`needlepoint pilot`: prepare held-out pilot materials, then run them with every rule of `run`.
+
+A pilot folder holds ``pilot.json``, ``design.json`` (the design being calibrated, whole),
+``prepared/`` (the pilot's own prepared folder, whose
+protocol is marked ``rationale.kind: "pilot"``) and ``run/`` (its run folder, whose run.json
+says ``extra.pilot: true``), and ``run/results.csv`` once a session ends. Running the same
+command again on the same folder resumes the run, as `run` does; another design, lengths or
+case count is refused.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import needlepoint
+from needlepoint.design import protocol as protocol_mod
+from needlepoint.design.freeze import prepare_protocol
+from needlepoint.design.prepared import load_prepared, protocol_bytes
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import read_json, write_bytes_atomic
+from needlepoint.pilot.heldout import pilot_seed
+from needlepoint.pilot.record import (
+    PILOT_FORMAT,
+    PILOT_KIND,
+    PILOT_NAME,
+    PILOT_VERSION,
+    PREPARED_DIR,
+    RUN_DIR,
+    DesignRef,
+    PilotRationale,
+    PilotRecord,
+    design_ref,
+    protocol_sha256,
+    read_pilot_record,
+    write_pilot_record,
+)
+from needlepoint.run.loop import RunSummary, run_protocol
+from needlepoint.run.results import write_results
+from needlepoint.run.settings import RunOptions
+from needlepoint.schema import to_plain
+
+DESIGN_NAME = "design.json"
+
+
+def load_design(protocol_path: str | Path | None) -> dict[str, Any]:
+    """The design to pilot: a protocol file merged onto the reference, or the reference (v1)."""
+    if protocol_path is None:
+        return protocol_mod.reference_protocol()
+    return protocol_mod.load_override(protocol_path)
+
+
+def pilot_protocol(
+    design: dict[str, Any],
+    lengths: tuple[int, ...],
+    cases: int,
+    seed: int,
+    rationale: PilotRationale | None = None,
+) -> dict[str, Any]:
+    """The design on held-out materials: other seed, the pilot's lengths and cases, next version.
+
+    Everything else (model, templates, runner, analysis) stays the design's, so the pilot
+    measures the task the design will run.
+    """
+    p = copy.deepcopy(design)
+    p["version"] = design["version"] + 1
+    p["lengths"] = list(lengths)
+    p["cases"] = cases
+    p["seeds"] = dict(design["seeds"], materials=seed)
+    p["description"] = (
+        f"PILOT of {design['protocol_id']} v{design['version']} on held-out materials "
+        f"(materials seed {seed}); calibrates a design, never a main run"
+    )
+    if rationale is not None:
+        p["rationale"] = to_plain(rationale)
+    else:
+        p.pop("rationale", None)
+    return p
+
+
+def check_pilot_shape(design: dict[str, Any], lengths: tuple[int, ...], cases: int) -> None:
+    """Refuse lengths and a case count the pilot's design could not have, before any work."""
+    if not lengths:
+        raise NeedlepointError("--lengths: give at least one background length")
+    trial = pilot_protocol(design, lengths, cases, design["seeds"]["materials"])
+    protocol_mod.validate(trial, "pilot")
+
+
+@dataclass(frozen=True)
+class PilotRun:
+    """A pilot folder after one session: its record and how the run session ended."""
+
+    folder: Path
+    record: PilotRecord
+    summary: RunSummary
+    resumed: bool
+
+    def lines(self) -> list[str]:
+        """What happened, for the command line and the notebook (no paths, no durations)."""
+        r = self.record
+        seed = r.materials_seed
+        return [
+            f"PILOT of {r.design.protocol_id} v{r.design.version} (pilot protocol "
+            f"v{r.protocol_version}): lengths {', '.join(map(str, r.lengths))}, {r.cases} cases"
+            + ("; resumed" if self.resumed else ""),
+            f"held-out materials seed {seed.seed} (attempt {seed.attempt}; "
+            f"{len(seed.rejected)} earlier candidate(s) overlapped the design and were skipped)",
+            *self.summary.lines(),
+        ]
+
+
+def create_pilot(
+    out: Path, design: dict[str, Any], lengths: tuple[int, ...], cases: int
+) -> PilotRecord:
+    """Prepare a new pilot folder: held-out seed, prepared folder, then pilot.json."""
+    check_pilot_shape(design, lengths, cases)
+    ref = design_ref(design)
+    seed = pilot_seed(design, lambda s: pilot_protocol(design, lengths, cases, s))
+    rationale = PilotRationale(kind=PILOT_KIND, design=ref, materials_seed=seed)
+    protocol = pilot_protocol(design, lengths, cases, seed.seed, rationale)
+    prepare_protocol(out / PREPARED_DIR, protocol)
+    write_bytes_atomic(out / DESIGN_NAME, protocol_bytes(design))
+    record = PilotRecord(
+        format=PILOT_FORMAT,
+        version=PILOT_VERSION,
+        pilot=True,
+        package_version=needlepoint.__version__,
+        design=ref,
+        protocol_version=protocol["version"],
+        lengths=lengths,
+        cases=cases,
+        materials_seed=seed,
+        prepared_dir=PREPARED_DIR,
+        run_dir=RUN_DIR,
+        prepared_fingerprint=load_prepared(out / PREPARED_DIR).fingerprint,
+    )
+    write_pilot_record(out, record)
+    return record
+
+
+def _check_same(record: PilotRecord, ref: DesignRef, lengths: tuple[int, ...], cases: int) -> None:
+    if record.design.protocol_sha256 != ref.protocol_sha256:
+        raise NeedlepointError(
+            f"{PILOT_NAME}: this pilot calibrates another design ({record.design.protocol_id} "
+            f"v{record.design.version}, sha256 {record.design.protocol_sha256[:12]}); "
+            "use a new --out"
+        )
+    if record.lengths != lengths or record.cases != cases:
+        raise NeedlepointError(
+            f"{PILOT_NAME}: this pilot has lengths {','.join(map(str, record.lengths))} and "
+            f"{record.cases} cases; use a new --out for another shape"
+        )
+
+
+def run_pilot(
+    protocol_path: str | Path | None,
+    out_dir: str | Path,
+    lengths: tuple[int, ...],
+    cases: int,
+    options: RunOptions,
+) -> PilotRun:
+    """Create (or resume) a pilot folder and run it; results.csv is written after the session."""
+    out = Path(out_dir)
+    design = load_design(protocol_path)
+    if protocol_mod.is_pilot(design):
+        raise NeedlepointError(f"{protocol_path}: is a pilot's protocol; pilot the design itself")
+    resumed = (out / PILOT_NAME).exists()
+    if resumed:
+        record = read_pilot_record(out)
+        _check_same(record, design_ref(design), lengths, cases)
+    elif out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise NeedlepointError(f"{out}: exists, is not empty and has no {PILOT_NAME}")
+    else:
+        record = create_pilot(out, design, lengths, cases)
+    meta = {**(options.run_meta or {}), "pilot": True}
+    summary = run_protocol(out / PREPARED_DIR, out / RUN_DIR, replace(options, run_meta=meta))
+    write_results(out / RUN_DIR)
+    return PilotRun(out, record, summary, resumed)
+
+
+def read_design(folder: Path, record: PilotRecord) -> dict[str, Any]:
+    """The pilot's design.json, checked against pilot.json and the pilot's own protocol.
+
+    The pilot's prepared protocol must be exactly the design on the recorded held-out seed, so
+    a calibration can only ever be derived from the design the pilot was run for.
+    """
+    path = folder / DESIGN_NAME
+    design = read_json(path)
+    if not isinstance(design, dict) or protocol_sha256(design) != record.design.protocol_sha256:
+        raise NeedlepointError(f"{path}: differs from the design recorded in {PILOT_NAME}")
+    protocol_mod.validate(design, str(path))
+    rationale = PilotRationale(PILOT_KIND, record.design, record.materials_seed)
+    expected = pilot_protocol(
+        design, record.lengths, record.cases, record.materials_seed.seed, rationale
+    )
+    prepared = load_prepared(folder / PREPARED_DIR)
+    if prepared.protocol != expected or prepared.fingerprint != record.prepared_fingerprint:
+        raise NeedlepointError(
+            f"{folder / PREPARED_DIR}: is not the pilot that {PILOT_NAME} describes"
+        )
+    return design

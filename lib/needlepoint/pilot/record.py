@@ -1,0 +1,154 @@
+"""The pilot's records: ``pilot.json`` and the ``rationale`` of a pilot's protocol.
+
+A pilot folder is marked three ways, so that no reader can take it for a main run: its
+``pilot.json`` (``pilot: true``), the ``rationale`` of its prepared protocol (``kind: "pilot"``)
+and its run's ``run.json`` (``extra.pilot: true``). docs/schema.md states every field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import canonical_bytes, read_json, sha256_hex, write_bytes_atomic
+from needlepoint.schema import from_plain, to_plain
+
+PILOT_FORMAT = "needlepoint-pilot"
+PILOT_VERSION = 1
+PILOT_NAME = "pilot.json"
+PILOT_KIND = "pilot"
+# The pilot folder's fixed layout, relative to the folder.
+PREPARED_DIR = "prepared"
+RUN_DIR = "run"
+
+
+@dataclass(frozen=True)
+class DesignRef:
+    """The design a pilot calibrates, as it was given to ``needlepoint pilot``."""
+
+    protocol_id: str
+    version: int
+    protocol_sha256: str
+    materials_seed: int
+    lengths: tuple[int, ...]
+    cases: int
+
+
+@dataclass(frozen=True)
+class RejectedSeed:
+    """A candidate materials seed that was not used, and the first overlap that ruled it out."""
+
+    attempt: int
+    seed: int
+    overlap: str
+
+
+@dataclass(frozen=True)
+class HeldOutSeed:
+    """A materials seed, the attempt that gave it, the derivation rule and every rejection."""
+
+    seed: int
+    attempt: int
+    rule: str
+    rejected: tuple[RejectedSeed, ...]
+
+
+@dataclass(frozen=True)
+class PilotRationale:
+    """The ``rationale`` of a pilot's protocol: which design it calibrates, and its seed."""
+
+    kind: str
+    design: DesignRef
+    materials_seed: HeldOutSeed
+
+
+@dataclass(frozen=True)
+class PilotRecord:
+    """pilot.json: what this pilot folder is, written before its first request."""
+
+    format: str
+    version: int
+    pilot: bool
+    package_version: str
+    design: DesignRef
+    protocol_version: int
+    lengths: tuple[int, ...]
+    cases: int
+    materials_seed: HeldOutSeed
+    prepared_dir: str
+    run_dir: str
+    prepared_fingerprint: str
+
+
+def protocol_sha256(protocol: dict[str, Any]) -> str:
+    """SHA-256 of a merged protocol's canonical JSON: names the design a pilot calibrates."""
+    return sha256_hex(canonical_bytes(protocol))
+
+
+def design_ref(protocol: dict[str, Any]) -> DesignRef:
+    """The reference to a design protocol that a pilot and a calibration record."""
+    return DesignRef(
+        protocol_id=protocol["protocol_id"],
+        version=protocol["version"],
+        protocol_sha256=protocol_sha256(protocol),
+        materials_seed=protocol["seeds"]["materials"],
+        lengths=tuple(protocol["lengths"]),
+        cases=protocol["cases"],
+    )
+
+
+def record_bytes(record: Any) -> bytes:
+    """A pilot or calibration record as a file: sorted keys, two-space indent, final newline."""
+    text = json.dumps(to_plain(record), indent=2, sort_keys=True, ensure_ascii=False)
+    return (text + "\n").encode("utf-8")
+
+
+def write_pilot_record(folder: Path, record: PilotRecord) -> None:
+    """Write pilot.json (once, when the pilot folder is created)."""
+    write_bytes_atomic(folder / PILOT_NAME, record_bytes(record))
+
+
+def read_versioned(path: Path, cls: type, fmt: str, version: int) -> Any:
+    """Read a versioned record file, refusing another format or version and any bad field."""
+    value = read_json(path)
+    if not isinstance(value, dict) or value.get("format") != fmt:
+        found = value.get("format") if isinstance(value, dict) else None
+        raise NeedlepointError(f"{path}: format {found!r} is not {fmt!r}")
+    if value.get("version") != version:
+        raise NeedlepointError(
+            f"{path}: {fmt} version {value.get('version')!r} is not supported "
+            f"(this needlepoint reads version {version})"
+        )
+    try:
+        return from_plain(cls, value, "")
+    except NeedlepointError as exc:
+        raise NeedlepointError(f"{path}: field {exc}") from None
+
+
+def read_pilot_record(folder: str | Path) -> PilotRecord:
+    """Load a pilot folder's pilot.json; a folder without one is not a pilot."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise NeedlepointError(f"{root}: no such pilot folder")
+    path = root / PILOT_NAME
+    if not path.is_file():
+        raise NeedlepointError(f"{root}: not a pilot folder (no {PILOT_NAME})")
+    record: PilotRecord = read_versioned(path, PilotRecord, PILOT_FORMAT, PILOT_VERSION)
+    if record.pilot is not True:
+        raise NeedlepointError(f"{path}: field pilot: expected true")
+    if record.prepared_dir != PREPARED_DIR or record.run_dir != RUN_DIR:
+        raise NeedlepointError(
+            f"{path}: prepared_dir and run_dir must be {PREPARED_DIR}, {RUN_DIR}"
+        )
+    return record
+
+
+def rationale_of(protocol: dict[str, Any], where: str) -> PilotRationale:
+    """The pilot rationale of a pilot's protocol, read strictly."""
+    value = protocol.get("rationale")
+    if not isinstance(value, dict) or value.get("kind") != PILOT_KIND:
+        raise NeedlepointError(f"{where}: rationale.kind is not {PILOT_KIND!r}")
+    return from_plain(PilotRationale, value, f"{where}: rationale")

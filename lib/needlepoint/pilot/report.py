@@ -1,0 +1,96 @@
+"""What `calibrate` prints and the pilot notebook shows: the per-length table and the verdict.
+
+Only the record is read, so the lines are the same wherever the calibration ran: no paths, no
+durations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from needlepoint.pilot import calibration_record as cr
+
+SIMULATED = "SIMULATED pilot - not a model result"
+
+
+def _head(rec: cr.CalibrationRecord) -> list[str]:
+    r, d = rec.rules, rec.design
+    label = f"{SIMULATED}: " if rec.pilot.simulation else ""
+    return [
+        f"{label}calibration of {d.protocol_id} v{d.version} from the pilot (protocol "
+        f"v{rec.pilot.protocol_version}, materials seed {rec.pilot.materials_seed}, journal "
+        f"{rec.pilot.journal_sha256[:16]})",
+        f"rules: end (B+E) accuracy in [{r.band_low:g}, {r.band_high:g}]; a case's 8 requests "
+        f"at a length all valid with probability >= {r.min_pair_complete:g}; "
+        f"{r.target_power:.0%} power at added middle loss {r.effect:g}",
+    ]
+
+
+def table_rows(rec: cr.CalibrationRecord) -> list[dict[str, Any]]:
+    """One row per pilot length: counts, estimates and 95% Clopper–Pearson intervals."""
+    rows = []
+    for c, v in zip(rec.lengths, rec.verdicts, strict=True):
+        row: dict[str, Any] = {"length": c.length}
+        for name in ("end", "middle", "middle_high", "refusal", "failures"):
+            p = getattr(c, name)
+            row[name] = f"{p.successes}/{p.trials}"
+            row[f"{name}_rate"] = p.estimate
+            row[f"{name}_ci"] = None if p.lower is None else f"[{p.lower:.3f}, {p.upper:.3f}]"
+        row["unexecuted"] = c.unexecuted
+        row["pair_complete"] = v.pair_complete
+        row["qualifies"] = v.qualifies
+        row["reason"] = v.reason
+        row["failure_kinds"] = ", ".join(f"{k} {n}" for k, n in c.failure_kinds.items())
+        row["error_kinds"] = ", ".join(f"{k} {n}" for k, n in c.error_kinds.items())
+        rows.append(row)
+    return rows
+
+
+def table(rec: cr.CalibrationRecord) -> Any:
+    """The pilot table as a pandas DataFrame, for the notebook."""
+    import pandas as pd
+
+    return pd.DataFrame(table_rows(rec))
+
+
+def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
+    """The calibration as printed lines: table, power model, search and recommendation."""
+    lines = _head(rec)
+    for c, v in zip(rec.lengths, rec.verdicts, strict=True):
+        lines.append(
+            f"length {c.length}: end {c.end.text()}; middle (low) {c.middle.text()}; "
+            f"middle (high, not used) {c.middle_high.text()}; refusal {c.refusal.text()}; "
+            f"failures {c.failures.text()}"
+            + (
+                f" ({', '.join(f'{k} {n}' for k, n in c.failure_kinds.items())})"
+                if c.failure_kinds
+                else ""
+            )
+            + (f", {c.unexecuted} unexecuted" if c.unexecuted else "")
+        )
+        lines.append(f"  -> {'QUALIFIES' if v.qualifies else 'excluded'}: {v.reason}")
+    m = rec.power_model
+    if m is not None:
+        lines.append(
+            f"power model (pilot, lengths {', '.join(map(str, rec.chosen_lengths))}): B "
+            f"{m.acc_b:.3f}, M {m.acc_m:.3f}, E {m.acc_e:.3f}, A {m.acc_a:.3f}, failure rate "
+            f"{m.failure_rate:.3f}, run stops after {m.stop_after} consecutive failures"
+        )
+    if rec.power_table:
+        shown = ", ".join(f"{r.cases}: {r.power:.3f}" for r in rec.power_table)
+        lines.append(
+            f"power at {rec.rules.effect:g} by case count ({rec.rules.simulations} simulated "
+            f"runs each, seed {rec.rules.seed}): {shown}"
+        )
+    if rec.verdict == cr.RECOMMENDED and rec.materials_seed is not None:
+        s = rec.materials_seed
+        origin = "the design's own" if s.attempt == 0 else f"derived, attempt {s.attempt}"
+        lines.append(
+            f"recommended: v{rec.protocol_version} with lengths "
+            f"{', '.join(map(str, rec.chosen_lengths))} and {rec.recommended_cases} cases "
+            f"({rec.reason}); at the threshold itself power is {rec.power_at_threshold:.3f}"
+        )
+        lines.append(f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials)")
+    else:
+        lines.append(f"NO PROTOCOL WRITTEN: {rec.verdict}: {rec.reason}")
+    return lines

@@ -1,0 +1,113 @@
+"""The pilot's numbers per background length, each with an exact binomial interval.
+
+Accuracies count protocol-valid responses only (a failure is never a wrong answer); the failure
+rate counts protocol failures, indeterminate ones included, among the requests that were sent.
+Every proportion carries its Clopper–Pearson interval: the exact binomial interval, from the
+beta distribution's quantiles.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from needlepoint.analysis.inputs import Outcome
+
+CONFIDENCE = 0.95
+
+
+def clopper_pearson(
+    successes: int, trials: int, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """The exact (Clopper–Pearson) interval for ``successes`` out of ``trials``; None for 0."""
+    from scipy.stats import beta
+
+    if trials == 0:
+        return None
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes {successes} outside 0..{trials}")
+    tail = (1 - confidence) / 2
+    x, n = successes, trials
+    lower = 0.0 if x == 0 else float(beta.ppf(tail, x, n - x + 1))
+    upper = 1.0 if x == n else float(beta.ppf(1 - tail, x + 1, n - x))
+    return lower, upper
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """``successes`` of ``trials``, the estimate and its 95% Clopper–Pearson interval."""
+
+    successes: int
+    trials: int
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+
+    @classmethod
+    def of(cls, successes: int, trials: int) -> Proportion:
+        interval = clopper_pearson(successes, trials)
+        if interval is None:
+            return cls(successes, trials, None, None, None)
+        return cls(successes, trials, successes / trials, interval[0], interval[1])
+
+    def text(self) -> str:
+        """``27/32 0.844 [0.672, 0.947]``, or ``0/0 —`` without a trial."""
+        if self.estimate is None or self.lower is None or self.upper is None:
+            return f"{self.successes}/{self.trials} —"
+        return (
+            f"{self.successes}/{self.trials} {self.estimate:.3f} "
+            f"[{self.lower:.3f}, {self.upper:.3f}]"
+        )
+
+
+@dataclass(frozen=True)
+class LengthCounts:
+    """What the pilot measured at one background length (both similarities pooled)."""
+
+    length: int
+    end: Proportion  # B and E: correct among valid
+    middle: Proportion  # M under low similarity: the power model's baseline
+    middle_high: Proportion  # M under high similarity: shown, never used to calibrate
+    refusal: Proportion  # A: UNKNOWN among valid
+    failures: Proportion  # protocol failures among the requests sent
+    unexecuted: int
+    failure_kinds: dict[str, int]
+    error_kinds: dict[str, int]
+
+
+def _accuracy(rows: Iterable[Outcome]) -> Proportion:
+    valid = [r for r in rows if r.valid]
+    return Proportion.of(sum(r.status == "correct" for r in valid), len(valid))
+
+
+def length_counts(outcomes: Iterable[Outcome], length: int) -> LengthCounts:
+    """The pilot's proportions at one length."""
+    rows = [o for o in outcomes if o.length == length]
+    sent = [o for o in rows if o.status != "unexecuted"]
+    failed = [o for o in sent if o.status == "protocol_failure"]
+    return LengthCounts(
+        length=length,
+        end=_accuracy(o for o in rows if o.condition in ("B", "E")),
+        middle=_accuracy(o for o in rows if o.condition == "M" and o.similarity == "low"),
+        middle_high=_accuracy(o for o in rows if o.condition == "M" and o.similarity == "high"),
+        refusal=_accuracy(o for o in rows if o.condition == "A"),
+        failures=Proportion.of(len(failed), len(sent)),
+        unexecuted=len(rows) - len(sent),
+        failure_kinds=dict(sorted(Counter(o.kind for o in failed).items())),
+        error_kinds=dict(sorted(Counter(o.kind for o in rows if o.status == "error").items())),
+    )
+
+
+def pooled(outcomes: Iterable[Outcome], lengths: Iterable[int]) -> dict[str, Proportion]:
+    """B, M (low similarity), E and A accuracy and the failure rate over several lengths.
+
+    These are the power model's inputs for a design of those lengths.
+    """
+    chosen = set(lengths)
+    rows = [o for o in outcomes if o.length in chosen]
+    sent = [o for o in rows if o.status != "unexecuted"]
+    out = {c: _accuracy(o for o in rows if o.condition == c) for c in ("B", "E", "A")}
+    out["M"] = _accuracy(o for o in rows if o.condition == "M" and o.similarity == "low")
+    out["failure"] = Proportion.of(sum(o.status == "protocol_failure" for o in sent), len(sent))
+    return out
