@@ -15,6 +15,8 @@ import pytest
 
 from needlepoint.analysis import record, tables
 from needlepoint.compare import record as compare_record
+from needlepoint.pilot import calibration_record, stats
+from needlepoint.pilot import record as pilot_record
 from needlepoint.run import run_record, sweep_spec
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "schema.md"
@@ -57,7 +59,8 @@ def test_documented_fields_equal_the_record(key: tuple[str, str]) -> None:
 
 def test_every_record_is_documented() -> None:
     names = {name for name, _ in DOCUMENTED}
-    for module in (record, tables, run_record, compare_record, sweep_spec):
+    modules = (record, tables, run_record, compare_record, sweep_spec)
+    for module in (*modules, pilot_record, calibration_record, stats):
         records = {
             n
             for n, obj in vars(module).items()
@@ -67,6 +70,7 @@ def test_every_record_is_documented() -> None:
         # PlannedRun is a SweepRun with its folders resolved, in memory only, never written.
         assert records - {"Decision", "PlannedRun"} <= names, records - names
     required = {"RunOptions", "PositionParams", "PowerModel", "PowerStudy", "POWER_COLUMNS"}
+    required |= {"CalibrationOptions"}
     assert required <= names
     assert len(DOCUMENTED) == len(names), "a record is documented twice"
 
@@ -83,6 +87,17 @@ def test_the_versions_stated_are_the_ones_written() -> None:
     comparison = f'`"{compare_record.COMPARISON_FORMAT}"`, `{compare_record.COMPARISON_VERSION}`'
     assert comparison in text
     assert f'`"{sweep_spec.SWEEP_FORMAT}"`, `{sweep_spec.SWEEP_VERSION}`' in text
+    pilot = f'`"{pilot_record.PILOT_FORMAT}"`, `{pilot_record.PILOT_VERSION}`'
+    calibration = (
+        f'`"{calibration_record.CALIBRATION_FORMAT}"`, `{calibration_record.CALIBRATION_VERSION}`'
+    )
+    assert pilot in text and calibration in text
+
+
+def test_the_power_row_has_the_power_columns() -> None:
+    from needlepoint.analysis.power import POWER_COLUMNS
+
+    assert fields_of("PowerRow", "needlepoint.pilot.calibration_record") == list(POWER_COLUMNS)
 
 
 def test_architecture_links_the_schema_page() -> None:

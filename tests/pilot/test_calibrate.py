@@ -1,0 +1,160 @@
+"""calibrate: the band and failure rules, the smallest count reaching power, the new version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.pilots import design_file, simulated_pilot
+
+from needlepoint.analysis.power import PowerStudy, power_grid
+from needlepoint.design.freeze import prepare
+from needlepoint.design.materials import generate_cases
+from needlepoint.design.protocol import load_override
+from needlepoint.design.verify import verify_prepared
+from needlepoint.errors import NeedlepointError
+from needlepoint.pilot import calibration_record as cr
+from needlepoint.pilot.calibrate import (
+    CalibrationOptions,
+    calibrate,
+    calibrated_protocol,
+    verdict_of,
+)
+from needlepoint.pilot.files import rationale_record, read_report, write_protocol, write_report
+from needlepoint.pilot.heldout import first_overlap, index_materials
+from needlepoint.pilot.stats import LengthCounts, Proportion
+
+FAST = {"effect": 0.3, "simulations": 200, "max_cases": 64}
+
+
+@pytest.fixture(scope="module")
+def pilot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cal")
+    simulated_pilot(root / "pilot", design_file(root))
+    return root / "pilot"
+
+
+@pytest.fixture(scope="module")
+def result(pilot_dir: Path):
+    return calibrate(pilot_dir, CalibrationOptions(**FAST))
+
+
+def _counts(end: tuple[int, int], failures: tuple[int, int], middle=(3, 4), refusal=(4, 4)):
+    return LengthCounts(
+        length=12,
+        end=Proportion.of(*end),
+        middle=Proportion.of(*middle),
+        middle_high=Proportion.of(1, 4),
+        refusal=Proportion.of(*refusal),
+        failures=Proportion.of(*failures),
+        unexecuted=0,
+        failure_kinds={},
+        error_kinds={},
+    )
+
+
+@pytest.mark.parametrize(
+    ("end", "failures", "qualifies", "reason"),
+    [
+        ((12, 20), (0, 40), True, "end accuracy 0.600 in the band"),  # the edges are inside
+        ((19, 20), (0, 40), True, "end accuracy 0.950 in the band"),
+        ((11, 20), (0, 40), False, "below the band (floor side)"),
+        ((20, 20), (0, 40), False, "above the band (ceiling side)"),
+        # (1 - 3/40)^8 = 0.536 >= 0.5 qualifies; (1 - 4/40)^8 = 0.430 does not
+        ((15, 20), (3, 40), True, "a pair complete with probability 0.536"),
+        ((15, 20), (4, 40), False, "with probability 0.430 only"),
+        ((0, 0), (40, 40), False, "no valid B or E answer"),
+    ],
+)
+def test_the_band_and_failure_rule(end, failures, qualifies, reason) -> None:
+    v = verdict_of(_counts(end, failures), CalibrationOptions())
+    assert v.qualifies is qualifies
+    assert reason in v.reason
+
+
+def test_a_length_needs_valid_middle_and_refusal_answers() -> None:
+    v = verdict_of(_counts((15, 20), (0, 40), middle=(0, 0)), CalibrationOptions())
+    assert not v.qualifies and "no valid M" in v.reason
+
+
+def test_recommended_count_is_the_smallest_multiple_reaching_the_target(
+    result, pilot_dir: Path
+) -> None:
+    rec = result.record
+    assert rec.verdict == cr.RECOMMENDED and rec.chosen_lengths == (12, 24)
+    design = json.loads((pilot_dir / "design.json").read_text("utf-8"))
+    # brute force: every multiple of the 4 orders, in order, through the public power_grid
+    found = None
+    for cases in range(4, FAST["max_cases"] + 1, 4):
+        protocol = calibrated_protocol(design, rec.chosen_lengths, cases, 0, 99)
+        study = PowerStudy(cases=(cases,), effects=(0.3,), simulations=200, seed=20260930)
+        row = power_grid(rec.power_model, study, protocol).iloc[0]
+        if row["power"] >= 0.8 and row["mean_complete_cases"] >= 2 * 2:
+            found = cases
+            break
+    assert found is not None and rec.recommended_cases == found
+    assert [r.cases for r in rec.power_table] == list(range(4, found + 1, 4))
+    assert rec.power_table[-1].power >= 0.8 > max(r.power for r in rec.power_table[:-1])
+    assert rec.power_at_threshold is not None and rec.power_at_threshold < 0.8
+
+
+def test_the_new_version_prepares_verifies_and_records_its_rationale(
+    result, pilot_dir: Path, tmp_path: Path
+) -> None:
+    protocol = result.protocol
+    assert protocol is not None and protocol["version"] == 7  # design v5, pilot v6
+    assert protocol["lengths"] == [12, 24] and protocol["cases"] == result.record.recommended_cases
+    assert "SIMULATED pilot" in protocol["description"]
+    path = write_protocol(protocol, tmp_path / "v7.json")
+    assert load_override(path) == protocol
+    folder = prepare(tmp_path / "prepared", path)
+    assert verify_prepared(folder).ok
+    rec = rationale_record(json.loads((folder / "protocol.json").read_text("utf-8")))
+    assert rec == result.record
+    assert (
+        rec.pilot.journal_sha256
+        == json.loads((pilot_dir / "run" / "journal.head.json").read_text())["sha256"]
+    )
+    write_report(rec, tmp_path / "cal.json")
+    assert read_report(tmp_path / "cal.json") == rec
+    # the calibrated materials ask nothing the pilot asked and expect no pilot code
+    pilot = load_override(pilot_dir / "prepared" / "protocol.json")
+    overlap = first_overlap(
+        index_materials(generate_cases(pilot)), index_materials(generate_cases(protocol))
+    )
+    assert overlap is None
+
+
+def test_no_length_qualifies_writes_no_protocol(pilot_dir: Path) -> None:
+    out = calibrate(pilot_dir, CalibrationOptions(band_low=0.0, band_high=0.05, **FAST))
+    assert out.protocol is None and out.record.verdict == cr.NO_LENGTH
+    assert out.record.chosen_lengths == () and out.record.power_model is None
+    assert "12: end accuracy" in out.record.reason and "above the band" in out.record.reason
+
+
+def test_power_not_reached_within_the_bound(pilot_dir: Path) -> None:
+    out = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_cases=4))
+    assert out.protocol is None and out.record.verdict == cr.NOT_REACHED
+    assert "no multiple of 4 up to 4 cases reaches 80% power" in out.record.reason
+    assert len(out.record.power_table) == 1
+
+
+def test_an_effect_above_the_middle_accuracy_cannot_be_detected(pilot_dir: Path) -> None:
+    out = calibrate(pilot_dir, CalibrationOptions(effect=1.0, simulations=50))
+    assert out.protocol is None and out.record.verdict == cr.MIDDLE_TOO_LOW
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"band_low": 0.9, "band_high": 0.6}, "need 0 <= LOW < HIGH <= 1"),
+        ({"effect": 0.1}, "must exceed the threshold 0.1"),
+        ({"max_cases": 0}, "must be positive"),
+        ({"version": 5}, "other than the design's (v5) and the pilot's (v6)"),
+        ({"version": 6}, "other than the design's"),
+    ],
+)
+def test_bad_options_are_refused(pilot_dir: Path, options: dict, message: str) -> None:
+    with pytest.raises(NeedlepointError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        calibrate(pilot_dir, CalibrationOptions(**options))
