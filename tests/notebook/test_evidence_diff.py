@@ -52,6 +52,17 @@ MUST_COMPARE = (
     "compare/comparison/comparison_failures.png",
     "compare/runs/sim-steady/journal.jsonl",
     "compare/prepared/sim-steady/manifest.json",
+    "pilot/pilot.json",
+    "pilot/design.json",
+    "pilot/prepared/protocol.json",
+    "pilot/run/journal.jsonl",
+    "pilot/run/run.json",
+    "pilot/run/results.csv",
+    "calibration/calibrated-protocol.json",
+    "calibration/calibration.json",
+    "calibration/power.csv",
+    "calibration/accuracy_by_length.png",
+    "calibration/power_curve.png",
 )
 
 
