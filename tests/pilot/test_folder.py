@@ -102,3 +102,20 @@ def test_an_edited_design_json_is_refused(pilot_dir: Path, tmp_path: Path) -> No
     (copy / "design.json").write_text(json.dumps(design), encoding="utf-8")
     with pytest.raises(NeedlepointError, match="differs from the design recorded"):
         read_design(copy, read_pilot_record(copy))
+
+
+def test_a_failing_check_before_the_run_sends_nothing(tmp_path: Path) -> None:
+    from needlepoint.pilot.folder import run_pilot
+    from needlepoint.run.settings import RunOptions
+
+    seen: list[Path] = []
+
+    def refuse(prepared: Path) -> None:
+        seen.append(prepared)
+        raise NeedlepointError("a prompt does not fit")
+
+    options = RunOptions(allow=8, simulate="perfect", progress="off", fsync=False)
+    with pytest.raises(NeedlepointError, match="does not fit"):
+        run_pilot(design_file(tmp_path), tmp_path / "p", (12,), 4, options, before_run=refuse)
+    assert seen == [tmp_path / "p" / "prepared"]
+    assert (tmp_path / "p" / "pilot.json").is_file() and not (tmp_path / "p" / "run").exists()

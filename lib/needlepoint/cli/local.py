@@ -1,4 +1,4 @@
-"""`needlepoint local-pipeline` and `local-model locate|serve|tokenize-check`."""
+"""`needlepoint local-pipeline`, `local-pilot` and `local-model locate|serve|tokenize-check`."""
 
 from __future__ import annotations
 
@@ -191,8 +191,50 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_local_compare)
 
 
+def _cmd_local_pilot(args: argparse.Namespace) -> int:
+    from needlepoint.cli.pilot import parse_ints
+    from needlepoint.local.pilot import run_local_pilot
+
+    result = run_local_pilot(
+        args.protocol,
+        args.out,
+        parse_ints("--lengths", args.lengths),
+        args.cases,
+        allow=args.allow,
+        model=args.model,
+        n_ctx=args.n_ctx,
+        timeout_s=args.timeout_s,
+        progress="off" if args.no_progress else "auto",
+    )
+    for line in result.lines():
+        print(line)
+    print(f"wrote {args.out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {args.out}")
+    return 0 if result.summary.stop_reason in ("complete", "allowance_spent") else 3
+
+
+def _register_pilot(sub: argparse._SubParsersAction) -> None:
+    """Add the local-pilot command."""
+    p = sub.add_parser(
+        "local-pilot",
+        help="serve the packaged model and run a held-out pilot live against it",
+        description="`needlepoint pilot` against a packaged model on 127.0.0.1: the token "
+        "check runs before the first request, and the server's facts go into run.json.",
+    )
+    p.add_argument("--protocol", required=True, help="the design's protocol file (its model)")
+    p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
+    p.add_argument("--lengths", required=True, help="background lengths, e.g. 12,24,48")
+    p.add_argument("--cases", type=int, required=True, help="pilot cases")
+    p.add_argument("--allow", type=int, required=True, help="most attempts, in total")
+    p.add_argument("--model", default="smollm2", help="packaged model key or alias")
+    p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
+    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_local_pilot)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add local-pipeline, local-compare and local-model."""
+    """Add local-pipeline, local-compare, local-pilot and local-model."""
     _register_pipeline(sub)
     _register_compare(sub)
+    _register_pilot(sub)
     _register_model(sub)

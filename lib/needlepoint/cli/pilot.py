@@ -72,6 +72,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.report:
         write_report(result.record, args.report)
         print(f"wrote {args.report}")
+    if args.figures:
+        from needlepoint.pilot.steps import write_figures
+
+        folder = args.figures.rstrip("/")
+        names = write_figures(args.pilot_dir, result, folder)
+        print("wrote " + ", ".join(f"{folder}/{n}" for n in names))
     if result.protocol is None:
         return 1
     write_protocol(result.protocol, args.out)
@@ -138,4 +144,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--seed", type=int, default=20260930, help="power simulation seed")
     c.add_argument("--version", type=_positive_int, help="new version (default: design's + 2)")
     c.add_argument("--report", help="also write the calibration record here (JSON)")
+    c.add_argument("--figures", metavar="DIR", help="also draw the accuracy and power figures")
     c.set_defaults(func=_cmd_calibrate)

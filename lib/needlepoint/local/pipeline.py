@@ -39,7 +39,12 @@ def run_local_pipeline(
     """Serve the packaged model and run the pipeline live into ``evidence_root/<date>-<label>``."""
     from needlepoint.local.server import served_model, server_facts
     from needlepoint.local.tokens import check_token_counts
-    from needlepoint.notebook.pipeline import NOTEBOOKS, evidence_folder, run_pipeline
+    from needlepoint.notebook.pipeline import (
+        NOTEBOOKS,
+        PILOT_NOTEBOOK,
+        evidence_folder,
+        run_pipeline,
+    )
 
     protocol_path = Path(protocol_file)
     if not protocol_path.is_file():
@@ -75,7 +80,9 @@ def run_local_pipeline(
             evidence_root=evidence_root,
             notebooks_dir=notebooks_dir,
             date=date,
-            # 07 compares several runs of one design; this pipeline makes one live run.
-            only=[n for n in NOTEBOOKS if n != "07-compare"],
+            # 07 compares several runs of one design; this pipeline makes one live run. 08's
+            # offline default is a simulated pilot of v1, which says nothing about the served
+            # model; a live pilot is made with `local-pilot`.
+            only=[n for n in NOTEBOOKS if n not in ("07-compare", PILOT_NOTEBOOK)],
             before={"03-run": token_check},
         )

@@ -29,6 +29,7 @@ NOTEBOOKS = (
     "08-pilot",
 )
 KERNEL = "needlepoint"
+PILOT_NOTEBOOK = "08-pilot"
 
 
 class PipelineFailed(NeedlepointError):

@@ -11,6 +11,7 @@ case count is refused.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -160,8 +161,13 @@ def run_pilot(
     lengths: tuple[int, ...],
     cases: int,
     options: RunOptions,
+    before_run: Callable[[Path], None] | None = None,
 ) -> PilotRun:
-    """Create (or resume) a pilot folder and run it; results.csv is written after the session."""
+    """Create (or resume) a pilot folder and run it; results.csv is written after the session.
+
+    ``before_run`` is called with the pilot's prepared folder before any request (a local
+    server's token check, say); when it raises, nothing is sent.
+    """
     out = Path(out_dir)
     design = load_design(protocol_path)
     if protocol_mod.is_pilot(design):
@@ -174,6 +180,8 @@ def run_pilot(
         raise NeedlepointError(f"{out}: exists, is not empty and has no {PILOT_NAME}")
     else:
         record = create_pilot(out, design, lengths, cases)
+    if before_run is not None:
+        before_run(out / PREPARED_DIR)
     meta = {**(options.run_meta or {}), "pilot": True}
     summary = run_protocol(out / PREPARED_DIR, out / RUN_DIR, replace(options, run_meta=meta))
     write_results(out / RUN_DIR)

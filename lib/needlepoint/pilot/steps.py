@@ -117,3 +117,15 @@ def recommendation_lines(step: CalibrationStep, shown_dir: str) -> list[str]:
         f"wrote {shown_dir}/{CALIBRATED_NAME} (for needlepoint prepare --protocol) and "
         f"{shown_dir}/{REPORT_NAME}",
     ]
+
+
+FIGURE_EFFECTS = tuple(round(0.05 * i, 2) for i in range(11))
+
+
+def write_figures(pilot_dir: str | Path, result: Calibration, out_dir: str | Path) -> list[str]:
+    """`calibrate --figures DIR`: the notebook's figures (and power.csv) for a calibration."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    design = read_design(Path(pilot_dir), read_pilot_record(pilot_dir))
+    names = figures_step(CalibrationStep(result, design, out), list(FIGURE_EFFECTS))
+    return [*names, POWER_TABLE] if len(names) > 1 else names
