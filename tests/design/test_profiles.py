@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from needlepoint.cli import main
 from needlepoint.design import profiles
+from needlepoint.design import protocol as protocol_mod
 from needlepoint.design.audit import audit_prepared
 from needlepoint.design.freeze import generate, load_protocol, prepare
 from needlepoint.design.identity import (
@@ -46,7 +47,8 @@ def test_every_protocol_field_is_in_exactly_one_group() -> None:
     every = [f for g in groups for f in g]
     assert len(every) == len(set(every))
     assert set(reference_protocol()) <= set(every)
-    assert set(every) - set(reference_protocol()) == set(profiles.OPTIONAL_FIELDS)
+    optional = set(profiles.OPTIONAL_FIELDS) | set(protocol_mod.OPTIONAL_FIELDS)
+    assert set(every) - set(reference_protocol()) == optional
 
 
 def test_v1_design_fingerprint_is_the_documented_value() -> None:

@@ -51,9 +51,7 @@ def test_no_trial_has_no_interval() -> None:
 
 
 def _row(seq: int, length: int, sim: str, cond: str, status: str, kind: str = "") -> Outcome:
-    return Outcome(
-        seq, 1, 1, "S1", length, sim, cond, "B-M-A-E", status, kind, None, None, None, None, None
-    )
+    return Outcome(seq, 1, 1, "S1", length, sim, cond, "B-M-A-E", status, kind, *([None] * 6))
 
 
 def test_length_counts_count_valid_answers_and_failures_among_sent() -> None:
