@@ -1,4 +1,4 @@
-"""`needlepoint local-pipeline`, `local-pilot` and `local-model locate|serve|tokenize-check`."""
+"""`needlepoint local-pipeline`, `local-pilot`, `local-run` and `local-model ...`."""
 
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_local_pilot(args: argparse.Namespace) -> int:
     from needlepoint.cli.pilot import parse_ints
-    from needlepoint.local.pilot import run_local_pilot
+    from needlepoint.local.live import run_local_pilot
 
     result = run_local_pilot(
         args.protocol,
@@ -210,6 +210,24 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
         print(line)
     print(f"wrote {args.out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {args.out}")
     return 0 if result.summary.stop_reason in ("complete", "allowance_spent") else 3
+
+
+def _cmd_local_run(args: argparse.Namespace) -> int:
+    from needlepoint.local.live import run_local
+    from needlepoint.run.results import summary_lines
+
+    summary, results = run_local(
+        args.prepared,
+        args.run_dir,
+        allow=args.allow,
+        model=args.model,
+        n_ctx=args.n_ctx,
+        timeout_s=args.timeout_s,
+        progress="off" if args.no_progress else "auto",
+    )
+    for line in [*summary.lines(), *summary_lines(results)]:
+        print(line)
+    return 0 if summary.stop_reason in ("complete", "allowance_spent") else 3
 
 
 def _register_pilot(sub: argparse._SubParsersAction) -> None:
@@ -230,6 +248,21 @@ def _register_pilot(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_local_pilot)
+
+    r = sub.add_parser(
+        "local-run",
+        help="serve the packaged model and run a prepared folder live against it",
+        description="`needlepoint run` against a packaged model on 127.0.0.1, with the token "
+        "check before the first request and the server's facts in run.json; then results.csv.",
+    )
+    r.add_argument("prepared", metavar="DIR", help="prepared folder (its model is served)")
+    r.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
+    r.add_argument("--allow", type=int, required=True, help="most attempts, in total")
+    r.add_argument("--model", default="smollm2", help="packaged model key or alias")
+    r.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
+    r.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=_cmd_local_run)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -62,6 +62,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         band_high=high,
         effect=args.effect,
         max_cases=args.max_cases,
+        max_requests=args.max_requests,
         simulations=args.simulations,
         seed=args.seed,
         version=args.version,
@@ -139,6 +140,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument(
         "--max-cases", type=_positive_int, default=128, help="search bound (default 128)"
+    )
+    c.add_argument(
+        "--max-requests",
+        type=_positive_int,
+        help="search bound in planned requests (cases x lengths x 8): the run budget",
     )
     c.add_argument("--simulations", type=_positive_int, default=1000, help="runs per count")
     c.add_argument("--seed", type=int, default=20260930, help="power simulation seed")

@@ -9,8 +9,9 @@ The rules (docs/pilot.md) are fixed before the pilot is read:
 2. The pilot's accuracies over those lengths (B, M under low similarity, E, A) and its failure
    rate feed ``PowerModel``; the design's runner stops after its consecutive-failure limit.
 3. The recommended count is the smallest multiple of the number of orders, up to
-   ``max_cases``, whose simulated power at ``effect`` reaches ``target_power`` while the mean
-   number of complete cases is at least ``complete_margin`` × the analysis minimum.
+   ``max_cases`` (and ``max_requests`` planned requests, when given), whose simulated power at
+   ``effect`` reaches ``target_power`` while the mean number of complete cases is at least
+   ``complete_margin`` × the analysis minimum.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class CalibrationOptions:
     target_power: float = 0.8
     complete_margin: int = 2
     max_cases: int = 128
+    max_requests: int | None = None
     simulations: int = 1000
     seed: int = 20260930
     version: int | None = None
@@ -66,7 +68,7 @@ def check_options(o: CalibrationOptions) -> None:
         raise NeedlepointError(f"--band {o.band_low:g},{o.band_high:g}: need 0 <= LOW < HIGH <= 1")
     if not 0 < o.min_pair_complete <= 1 or not 0 < o.target_power < 1:
         raise NeedlepointError("min_pair_complete and target_power must lie in (0, 1)")
-    if o.max_cases < 1 or o.simulations < 1 or o.complete_margin < 1:
+    if o.max_cases < 1 or o.simulations < 1 or o.complete_margin < 1 or (o.max_requests or 1) < 1:
         raise NeedlepointError("--max-cases, --simulations and the margin must be positive")
 
 
@@ -115,6 +117,12 @@ def calibrated_protocol(
     return p
 
 
+def case_bound(o: CalibrationOptions, lengths: tuple[int, ...]) -> int:
+    """The largest count the search may try: ``max_cases``, or fewer within ``max_requests``."""
+    per_case = len(lengths) * REQUESTS_PER_PAIR
+    return o.max_cases if o.max_requests is None else min(o.max_cases, o.max_requests // per_case)
+
+
 def _search(
     model: PowerModel, o: CalibrationOptions, design: dict[str, Any], lengths: tuple[int, ...]
 ) -> tuple[list[cr.PowerRow], int | None]:
@@ -122,20 +130,12 @@ def _search(
     step = len(design["orders"])
     minimum = design["analysis"]["min_complete_cases"]
     rows: list[cr.PowerRow] = []
-    for cases in range(step, o.max_cases + 1, step):
+    for cases in range(step, case_bound(o, lengths) + 1, step):
         protocol = calibrated_protocol(design, lengths, cases, 0, design["version"])
         study = PowerStudy(
             cases=(cases,), effects=(o.effect,), simulations=o.simulations, seed=o.seed
         )
-        t = power_grid(model, study, protocol).iloc[0]
-        row = cr.PowerRow(
-            int(t["cases"]),
-            float(t["effect"]),
-            float(t["power"]),
-            float(t["not_evaluable"]),
-            float(t["mean_complete_cases"]),
-            int(t["simulations"]),
-        )
+        row = cr.PowerRow.of(power_grid(model, study, protocol).iloc[0])
         rows.append(row)
         if row.power >= o.target_power and row.mean_complete_cases >= o.complete_margin * minimum:
             return rows, cases
@@ -203,7 +203,8 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
     chosen = tuple(v.length for v in verdicts if v.qualifies)
     rules = cr.CalibrationRules(
         o.band_low, o.band_high, o.min_pair_complete, design["analysis"]["threshold"],
-        o.effect, o.target_power, o.complete_margin, o.max_cases, o.simulations, o.seed,
+        o.effect, o.target_power, o.complete_margin, o.max_cases, o.max_requests,
+        o.simulations, o.seed,
     )  # fmt: skip
     base = dict(
         kind=cr.CALIBRATION_KIND,
@@ -249,11 +250,13 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
         return Calibration(rec, None)
     rows, cases = _search(model, o, design, chosen)
     if cases is None:
-        best = max(rows, key=lambda r: r.power)
+        bound = case_bound(o, chosen)
+        budget = "" if o.max_requests is None else f" (--max-requests {o.max_requests})"
+        best = max(rows, key=lambda r: r.power, default=None)
         reason = (
-            f"no multiple of {len(design['orders'])} up to {o.max_cases} cases reaches "
-            f"{o.target_power:.0%} power at effect {o.effect:g} (best {best.power:.3f} at "
-            f"{best.cases} cases)"
+            f"no multiple of {len(design['orders'])} up to {bound} cases{budget} reaches "
+            f"{o.target_power:.0%} power at effect {o.effect:g}"
+            + ("" if best is None else f" (best {best.power:.3f} at {best.cases} cases)")
         )
         rec = cr.CalibrationRecord(
             **base, power_model=model, power_table=tuple(rows), power_at_threshold=None,

@@ -9,6 +9,7 @@ states every field.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from needlepoint.analysis.power import PowerModel
 from needlepoint.pilot.record import DesignRef, HeldOutSeed
@@ -36,6 +37,7 @@ class CalibrationRules:
     target_power: float
     complete_margin: int
     max_cases: int
+    max_requests: int | None
     simulations: int
     seed: int
 
@@ -72,6 +74,18 @@ class PowerRow:
     not_evaluable: float
     mean_complete_cases: float
     simulations: int
+
+    @classmethod
+    def of(cls, row: Any) -> PowerRow:
+        """From one row of ``power_grid``'s table, as plain Python numbers."""
+        return cls(
+            int(row["cases"]),
+            float(row["effect"]),
+            float(row["power"]),
+            float(row["not_evaluable"]),
+            float(row["mean_complete_cases"]),
+            int(row["simulations"]),
+        )
 
 
 @dataclass(frozen=True)

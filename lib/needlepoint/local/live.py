@@ -1,0 +1,89 @@
+"""`needlepoint local-pilot` and `local-run`: a pilot or a run against a packaged local model.
+
+Each serves the model on a free loopback port, checks every prompt's token count against the
+server's window before the first request (a prompt that would not fit sends nothing), records
+the server's facts in run.json, writes results.csv after the session, and stops the server by
+its own process id. Running the same command again resumes, as `run` does.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
+from needlepoint.pilot.folder import PilotRun, run_pilot
+from needlepoint.run.loop import RunSummary, run_protocol
+from needlepoint.run.settings import RunOptions
+
+
+@contextmanager
+def _served(
+    model: str, n_ctx: int | None, label: str, allow: int, timeout_s: float, progress: str
+) -> Iterator[tuple[RunOptions, Callable[[Path], None]]]:
+    """Serve the model; yield the live run options and the token check for a prepared folder."""
+    from needlepoint.local.server import served_model, server_facts
+    from needlepoint.local.tokens import check_token_counts
+
+    os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
+    log = Path(tempfile.gettempdir()) / f"needlepoint-{label}-server.log"
+    with served_model(model, n_ctx=n_ctx, log_path=log) as server:
+        print(f"serving {server.alias} (n_ctx {server.n_ctx}) on {server.base_url}; log {log.name}")
+        options = RunOptions(
+            allow=allow,
+            base_url=server.base_url + "/v1",
+            model=server.alias,
+            api_key_env=KEY_ENV,
+            min_gap_s=0,
+            override_reason=OVERRIDE_REASON,
+            timeout_s=timeout_s,
+            progress=progress,
+            run_meta={"local_server": server_facts(server)},
+        )
+
+        def token_check(prepared: Path) -> None:
+            print(check_token_counts(prepared, server).summary_line())
+
+        yield options, token_check
+
+
+def run_local_pilot(
+    protocol_file: str | Path | None,
+    out_dir: str | Path,
+    lengths: tuple[int, ...],
+    cases: int,
+    *,
+    allow: int,
+    model: str = "smollm2",
+    n_ctx: int | None = None,
+    timeout_s: float = 300.0,
+    progress: str = "auto",
+) -> PilotRun:
+    """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it."""
+    label = f"pilot-{Path(out_dir).name}"
+    with _served(model, n_ctx, label, allow, timeout_s, progress) as (options, check):
+        return run_pilot(protocol_file, out_dir, lengths, cases, options, before_run=check)
+
+
+def run_local(
+    prepared_dir: str | Path,
+    run_dir: str | Path,
+    *,
+    allow: int,
+    model: str = "smollm2",
+    n_ctx: int | None = None,
+    timeout_s: float = 300.0,
+    progress: str = "auto",
+) -> tuple[RunSummary, Any]:
+    """Serve ``model`` and run (or resume) a prepared folder live; results.csv after it."""
+    from needlepoint.run.results import write_results
+
+    label = f"run-{Path(run_dir).name}"
+    with _served(model, n_ctx, label, allow, timeout_s, progress) as (options, check):
+        check(Path(prepared_dir))
+        summary = run_protocol(prepared_dir, run_dir, options)
+    return summary, write_results(run_dir, prepared_dir)
