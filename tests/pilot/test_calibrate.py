@@ -158,3 +158,13 @@ def test_an_effect_above_the_middle_accuracy_cannot_be_detected(pilot_dir: Path)
 def test_bad_options_are_refused(pilot_dir: Path, options: dict, message: str) -> None:
     with pytest.raises(NeedlepointError, match=message.replace("(", r"\(").replace(")", r"\)")):
         calibrate(pilot_dir, CalibrationOptions(**options))
+
+
+def test_the_request_budget_bounds_the_search(pilot_dir: Path) -> None:
+    # lengths 12 and 24: 16 requests per case, so 64 requests hold 4 cases and 32 hold none
+    out = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_requests=64))
+    assert [r.cases for r in out.record.power_table] == [4]
+    assert out.record.rules.max_requests == 64
+    none = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_requests=32))
+    assert none.protocol is None and none.record.power_table == ()
+    assert "up to 2 cases (--max-requests 32) reaches" in none.record.reason

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design.identity import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, read_json, sha256_hex, write_bytes_atomic
 from needlepoint.schema import from_plain, to_plain
@@ -32,6 +33,7 @@ class DesignRef:
     protocol_id: str
     version: int
     protocol_sha256: str
+    design_fingerprint: str
     materials_seed: int
     lengths: tuple[int, ...]
     cases: int
@@ -94,6 +96,7 @@ def design_ref(protocol: dict[str, Any]) -> DesignRef:
         protocol_id=protocol["protocol_id"],
         version=protocol["version"],
         protocol_sha256=protocol_sha256(protocol),
+        design_fingerprint=design_fingerprint(protocol),
         materials_seed=protocol["seeds"]["materials"],
         lengths=tuple(protocol["lengths"]),
         cases=protocol["cases"],
