@@ -64,6 +64,10 @@ def run_local_pilot(
     progress: str = "auto",
 ) -> PilotRun:
     """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it."""
+    from needlepoint.pilot.folder import check_pilot_shape, load_design
+
+    # Bad input is refused before a server starts.
+    check_pilot_shape(load_design(protocol_file), lengths, cases)
     label = f"pilot-{Path(out_dir).name}"
     with _served(model, n_ctx, label, allow, timeout_s, progress) as (options, check):
         return run_pilot(protocol_file, out_dir, lengths, cases, options, before_run=check)
@@ -81,7 +85,9 @@ def run_local(
 ) -> tuple[RunSummary, Any]:
     """Serve ``model`` and run (or resume) a prepared folder live; results.csv after it."""
     from needlepoint.run.results import write_results
+    from needlepoint.run.settings import check_prepared
 
+    check_prepared(prepared_dir)  # verify and audit before a server starts
     label = f"run-{Path(run_dir).name}"
     with _served(model, n_ctx, label, allow, timeout_s, progress) as (options, check):
         check(Path(prepared_dir))

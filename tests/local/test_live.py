@@ -1,0 +1,37 @@
+"""local-pilot and local-run refuse bad input with one line, before any server starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from needlepoint.cli.app import main
+
+
+def _one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "serving" not in captured.out and "Traceback" not in captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+def test_local_pilot_checks_its_input_first(tmp_path: Path, capsys) -> None:
+    base = ["local-pilot", "--out", str(tmp_path / "p"), "--allow", "8", "--model", "nope"]
+    missing = [*base, "--protocol", str(tmp_path / "x.json"), "--lengths", "12", "--cases", "4"]
+    assert "file not found" in _one_line(missing, capsys)
+    (tmp_path / "d.json").write_text('{"version": 9}')
+    shape = [*base, "--protocol", str(tmp_path / "d.json"), "--lengths", "12", "--cases", "3"]
+    assert "multiple of the 4 orders" in _one_line(shape, capsys)
+    lengths = [*base, "--protocol", str(tmp_path / "d.json"), "--lengths", "6", "--cases", "4"]
+    assert "at least 12 records" in _one_line(lengths, capsys)
+    assert not (tmp_path / "p").exists()
+
+
+def test_local_run_checks_the_prepared_folder_first(tmp_path: Path, capsys) -> None:
+    argv = ["local-run", str(tmp_path / "none"), "--run-dir", str(tmp_path / "r"), "--allow", "8"]
+    assert "none" in _one_line([*argv, "--model", "nope"], capsys)
+    assert not (tmp_path / "r").exists()
