@@ -119,3 +119,16 @@ def test_a_failing_check_before_the_run_sends_nothing(tmp_path: Path) -> None:
         run_pilot(design_file(tmp_path), tmp_path / "p", (12,), 4, options, before_run=refuse)
     assert seen == [tmp_path / "p" / "prepared"]
     assert (tmp_path / "p" / "pilot.json").is_file() and not (tmp_path / "p" / "run").exists()
+
+
+def test_compare_refuses_a_pilot(pilot_dir: Path, tmp_path: Path, capsys) -> None:
+    from needlepoint.compare.runs import load_run
+
+    with pytest.raises(NeedlepointError, match="is a pilot"):
+        load_run(pilot_dir / "run")
+    capsys.readouterr()
+    argv = ["compare", str(pilot_dir / "run"), "--out", str(tmp_path / "c"), "--allow-simulated"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a pilot" in err[0]
+    assert not (tmp_path / "c").exists()
