@@ -17,13 +17,37 @@ from typing import Any
 
 from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
 from needlepoint.pilot.folder import PilotRun, run_pilot
+from needlepoint.pilot.record import RUN_DIR
 from needlepoint.run.loop import RunSummary, run_protocol
 from needlepoint.run.settings import RunOptions
 
 
+def resume_port(run_dir: Path) -> int | None:
+    """The loopback port a run folder was served on, so that resuming it serves the same URL.
+
+    The runner refuses to pool sessions whose base_url differs; a local server's port is
+    otherwise a fresh free one each time, which would make every local run unresumable.
+    """
+    from urllib.parse import urlsplit
+
+    from needlepoint.jsonio import read_json
+
+    record = run_dir / "run.json"
+    if not record.is_file():
+        return None
+    parts = urlsplit(str(read_json(record).get("base_url") or ""))
+    return parts.port if parts.hostname == "127.0.0.1" else None
+
+
 @contextmanager
 def _served(
-    model: str, n_ctx: int | None, label: str, allow: int, timeout_s: float, progress: str
+    model: str,
+    n_ctx: int | None,
+    run_dir: Path,
+    allow: int,
+    timeout_s: float,
+    progress: str,
+    label: str,
 ) -> Iterator[tuple[RunOptions, Callable[[Path], None]]]:
     """Serve the model; yield the live run options and the token check for a prepared folder."""
     from needlepoint.local.server import served_model, server_facts
@@ -31,7 +55,8 @@ def _served(
 
     os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
     log = Path(tempfile.gettempdir()) / f"needlepoint-{label}-server.log"
-    with served_model(model, n_ctx=n_ctx, log_path=log) as server:
+    port = resume_port(run_dir)
+    with served_model(model, n_ctx=n_ctx, port=port, log_path=log) as server:
         print(f"serving {server.alias} (n_ctx {server.n_ctx}) on {server.base_url}; log {log.name}")
         options = RunOptions(
             allow=allow,
@@ -69,7 +94,8 @@ def run_local_pilot(
     # Bad input is refused before a server starts.
     check_pilot_shape(load_design(protocol_file), lengths, cases)
     label = f"pilot-{Path(out_dir).name}"
-    with _served(model, n_ctx, label, allow, timeout_s, progress) as (options, check):
+    run_dir = Path(out_dir) / RUN_DIR
+    with _served(model, n_ctx, run_dir, allow, timeout_s, progress, label) as (options, check):
         return run_pilot(protocol_file, out_dir, lengths, cases, options, before_run=check)
 
 
@@ -89,7 +115,10 @@ def run_local(
 
     check_prepared(prepared_dir)  # verify and audit before a server starts
     label = f"run-{Path(run_dir).name}"
-    with _served(model, n_ctx, label, allow, timeout_s, progress) as (options, check):
+    with _served(model, n_ctx, Path(run_dir), allow, timeout_s, progress, label) as (
+        options,
+        check,
+    ):
         check(Path(prepared_dir))
         summary = run_protocol(prepared_dir, run_dir, options)
     return summary, write_results(run_dir, prepared_dir)
