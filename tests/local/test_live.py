@@ -35,3 +35,17 @@ def test_local_run_checks_the_prepared_folder_first(tmp_path: Path, capsys) -> N
     argv = ["local-run", str(tmp_path / "none"), "--run-dir", str(tmp_path / "r"), "--allow", "8"]
     assert "none" in _one_line([*argv, "--model", "nope"], capsys)
     assert not (tmp_path / "r").exists()
+
+
+def test_a_resumed_local_run_is_served_on_its_recorded_port(tmp_path: Path) -> None:
+    # The runner refuses to pool sessions with another base_url, so a local run can only be
+    # resumed if the server comes back on the port its run.json names.
+    from needlepoint.local.live import resume_port
+
+    assert resume_port(tmp_path / "new") is None
+    (tmp_path / "run.json").write_text('{"base_url": "http://127.0.0.1:54079/v1"}')
+    assert resume_port(tmp_path) == 54079
+    (tmp_path / "run.json").write_text('{"base_url": "https://api.example.org/v1"}')
+    assert resume_port(tmp_path) is None
+    (tmp_path / "run.json").write_text('{"base_url": null, "simulation": true}')
+    assert resume_port(tmp_path) is None
