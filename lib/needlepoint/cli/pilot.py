@@ -126,8 +126,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "calibrate",
         help="choose lengths and a case count from a pilot; write a new protocol version",
         description="Per length: end, middle and refusal accuracy and the failure rate with "
-        "exact 95%% intervals; keep the lengths inside the band, and recommend the smallest "
-        "case count that reaches 80%% power. Exit 1 when nothing qualifies (no file written).",
+        "exact 95% intervals; keep the lengths inside the band, and recommend the smallest "
+        "case count that reaches 80% power. Exit 1 when nothing qualifies (no file written).",
     )
     c.add_argument("pilot_dir", metavar="PILOTDIR")
     c.add_argument("--out", required=True, help="the new protocol file (never overwritten)")
