@@ -79,7 +79,7 @@ _REFERENCE: dict[str, Any] = {
 # Free label fields a protocol may leave out (the reference has none). ``rationale`` records why
 # a version exists: a pilot's design (``kind: "pilot"``) or a calibration from a pilot
 # (``kind: "calibration"``); see docs/pilot.md. It is never part of the design.
-OPTIONAL_FIELDS = ("rationale",)
+OPTIONAL_FIELDS = protocol_schema.OPTIONAL_FIELDS
 
 
 def reference_protocol() -> dict[str, Any]:
@@ -162,7 +162,9 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
     missing = sorted(set(_REFERENCE) - set(profiles.BODY_FIELDS) - set(p))
     if missing:
         raise NeedlepointError(f"{where}: missing field {missing[0]!r}")
-    protocol_schema.check(p, where, known=(*_REFERENCE, *profiles.OPTIONAL_FIELDS))
+    protocol_schema.check(
+        p, where, known=(*_REFERENCE, *profiles.OPTIONAL_FIELDS, *OPTIONAL_FIELDS)
+    )
     version = p["version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise NeedlepointError(f"{where}: version must be a positive integer")

@@ -48,6 +48,9 @@ BODY_FIELDS = (
     "stop",
     "answer_cue",
 )
+# Free label fields a protocol may leave out: `rationale` (a JSON object) records why a version
+# exists (a pilot's or a calibration's record; PROTOCOL.md, "Parameters").
+OPTIONAL_FIELDS = ("rationale",)
 # The documented top-level fields besides the body fields (PROTOCOL.md, "Parameters").
 FIELDS = (
     "format",
@@ -79,7 +82,8 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
     """
     f = Fields(p, where)
     # Body fields depend on the body profile: profiles.validate_body_fields requires them.
-    missing = sorted(set(FIELDS if known is None else known) - set(BODY_FIELDS) - set(p))
+    required = set(FIELDS if known is None else known) - set(BODY_FIELDS) - set(OPTIONAL_FIELDS)
+    missing = sorted(required - set(p))
     if missing:
         raise f.fail(missing[0], "missing")
     if known is not None:
