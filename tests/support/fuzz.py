@@ -193,6 +193,14 @@ NOT_FUZZED = {
     "local-model locate": "reads installed packages, not a fuzzed input",
     "local-model serve": "needs the llama.cpp extra and a packaged model",
     "local-model tokenize-check": "serves a model before it reads the prepared folder",
+    "local-pilot": "serves a packaged model (llama.cpp extra); its bad input is refused before "
+    "any server starts (tests/local/test_live.py)",
+    "local-run": "serves a packaged model; its prepared folder is verified and audited, by the "
+    "readers fuzzed here, before any server starts",
+    "pilot": "its one input is a design protocol file, read by prepare's protocol reader fuzzed "
+    "here; a pilot of a damaged design under the fuzz is not written yet",
+    "calibrate": "reads a pilot folder, a group this fixture does not build yet; the pilot's run "
+    "folder goes through audit-run's reader, fuzzed here",
 }
 
 
