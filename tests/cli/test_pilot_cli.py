@@ -34,7 +34,7 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str], code: int = 2) -
     [
         (["--lengths", "12,x"], "--lengths '12,x': expected integers"),
         (["--lengths", "12,12"], "a value repeats"),
-        (["--lengths", "8"], "lengths must be integers of at least 12 records"),
+        (["--lengths", "8"], "a background needs at least 12 records"),
         (["--lengths", "12", "--cases", "6"], "must be a multiple of the 4 orders"),
     ],
 )
