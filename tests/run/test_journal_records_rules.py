@@ -104,3 +104,23 @@ def test_the_key_is_scrubbed_inside_lists_and_everything_else_is_kept() -> None:
         "n": 2.5,
     }
     assert Scrubber(None)(record) is record
+
+
+def test_journal_state_counts_sessions_and_keeps_the_latest_time() -> None:
+    # The session count numbers the next session record, and last_time is the clock a resumed
+    # run compares against (a clock that went backwards is refused): both are folded here.
+    from needlepoint.run.journal_records import JournalState
+
+    records = [
+        {"type": "session", "time": "2026-12-01T00:00:00Z"},
+        {"type": "attempt", "seq": 1, "time": "2026-12-01T00:00:01Z"},
+        {"type": "session", "time": "2026-12-01T00:00:05Z"},
+        {"type": "session", "time": "2026-12-01T00:00:09Z"},
+        {"type": "note"},
+    ]
+    state = JournalState.of(records)
+    assert state.sessions == 3
+    assert state.last_time_text == "2026-12-01T00:00:09Z"
+    assert state.last_time == JournalState.of(records[3:4]).last_time
+    assert JournalState.of([{"type": "attempt", "seq": 1}]).last_time is None
+    assert JournalState.of([{"type": "Session", "time": "2026-12-01T00:00:00Z"}]).sessions == 0
