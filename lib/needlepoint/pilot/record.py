@@ -7,15 +7,14 @@ and its run's ``run.json`` (``extra.pilot: true``). docs/schema.md states every 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from needlepoint.design.identity import design_fingerprint
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes, read_json, sha256_hex, write_bytes_atomic
-from needlepoint.schema import from_plain, to_plain
+from needlepoint.jsonio import canonical_bytes, sha256_hex, write_bytes_atomic
+from needlepoint.schema import document_bytes, from_plain, read_versioned
 
 PILOT_FORMAT = "needlepoint-pilot"
 PILOT_VERSION = 1
@@ -103,32 +102,13 @@ def design_ref(protocol: dict[str, Any]) -> DesignRef:
     )
 
 
-def record_bytes(record: Any) -> bytes:
-    """A pilot or calibration record as a file: sorted keys, two-space indent, final newline."""
-    text = json.dumps(to_plain(record), indent=2, sort_keys=True, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
+# A pilot or calibration record as a file: sorted keys, two-space indent, final newline.
+record_bytes = document_bytes
 
 
 def write_pilot_record(folder: Path, record: PilotRecord) -> None:
     """Write pilot.json (once, when the pilot folder is created)."""
     write_bytes_atomic(folder / PILOT_NAME, record_bytes(record))
-
-
-def read_versioned(path: Path, cls: type, fmt: str, version: int) -> Any:
-    """Read a versioned record file, refusing another format or version and any bad field."""
-    value = read_json(path)
-    if not isinstance(value, dict) or value.get("format") != fmt:
-        found = value.get("format") if isinstance(value, dict) else None
-        raise NeedlepointError(f"{path}: format {found!r} is not {fmt!r}")
-    if value.get("version") != version:
-        raise NeedlepointError(
-            f"{path}: {fmt} version {value.get('version')!r} is not supported "
-            f"(this needlepoint reads version {version})"
-        )
-    try:
-        return from_plain(cls, value, "")
-    except NeedlepointError as exc:
-        raise NeedlepointError(f"{path}: field {exc}") from None
 
 
 def read_pilot_record(folder: str | Path) -> PilotRecord:
