@@ -15,6 +15,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.analysis import analysis_params
 
 from needlepoint.analysis.decision import (
     NOT_EVALUABLE,
@@ -29,15 +30,7 @@ QUANTILE = "inverse CDF: Q(p) = smallest resample mean with P(mean <= Q) >= p"
 
 
 def params(**kw: object) -> AnalysisParameters:
-    base = dict(
-        threshold=0.1,
-        confidence=0.95,
-        min_complete_cases=2,
-        exact_bootstrap_max_cases=12,
-        bootstrap_resamples=2000,
-        bootstrap_seed=20260930,
-    )
-    return AnalysisParameters(**{**base, **kw})  # type: ignore[arg-type]
+    return analysis_params(**kw)
 
 
 def brute_quantile(values: list[int], denominator: int, p: Fraction) -> Fraction:

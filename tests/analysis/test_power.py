@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.analysis import analysis_params
 from support.results import make_input, make_prepared
 
 from needlepoint import cli
@@ -21,20 +22,12 @@ from needlepoint.analysis.power import (
     simulate_runs,
 )
 from needlepoint.analysis.primary import SUPPORTED, decide, primary
-from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.analysis.sensitivity import detectable_effect
 from needlepoint.design.prepared import Prepared
 from needlepoint.design.protocol import reference_protocol
 from needlepoint.errors import NeedlepointError
 
-PARAMS = AnalysisParameters(
-    threshold=0.1,
-    confidence=0.95,
-    min_complete_cases=2,
-    exact_bootstrap_max_cases=12,
-    bootstrap_resamples=2000,
-    bootstrap_seed=20260930,
-)
+PARAMS = analysis_params()
 
 
 @pytest.fixture(scope="module")

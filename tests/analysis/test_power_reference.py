@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.analysis import analysis_params
 
 from needlepoint.analysis.decision import NOT_EVALUABLE, SUPPORTED, decide
 from needlepoint.analysis.power import (
@@ -101,15 +102,7 @@ def test_a_draw_equal_to_the_probability_is_not_the_event() -> None:
 
 
 def params(**kw: object) -> AnalysisParameters:
-    base = dict(
-        threshold=0.1,
-        confidence=0.95,
-        min_complete_cases=2,
-        exact_bootstrap_max_cases=12,
-        bootstrap_resamples=400,
-        bootstrap_seed=5,
-    )
-    return AnalysisParameters(**{**base, **kw})  # type: ignore[arg-type]
+    return analysis_params(**{"bootstrap_resamples": 400, "bootstrap_seed": 5, **kw})
 
 
 @FUZZ

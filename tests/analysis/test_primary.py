@@ -8,6 +8,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from support.analysis import analysis_params
 from support.results import make_input, make_prepared, make_rows, middle_loss, write_csv
 
 from needlepoint import cli
@@ -25,7 +26,6 @@ from needlepoint.analysis.primary import (
     decide,
     primary,
 )
-from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.design.prepared import PlanRow, Prepared
 from needlepoint.errors import NeedlepointError
 
@@ -173,27 +173,13 @@ def test_not_supported_when_lower_bound_is_not_above_zero(prepared: Prepared) ->
 def test_threshold_comparison_is_exact() -> None:
     """Ten cases of exactly 0.1: float summation gives 0.0999..., exact arithmetic gives 1/10."""
     assert sum([0.1] * 10) / 10 < 0.1
-    params = AnalysisParameters(
-        threshold=0.1,
-        confidence=0.95,
-        min_complete_cases=2,
-        exact_bootstrap_max_cases=12,
-        bootstrap_resamples=1000,
-        bootstrap_seed=1,
-    )
+    params = analysis_params(bootstrap_resamples=1000, bootstrap_seed=1)
     out = decide([1] * 10, 10, params)
     assert out.decision == SUPPORTED and out.estimate_exact == "1/10"
 
 
 def test_monte_carlo_above_the_exact_limit_reports_its_seed() -> None:
-    params = AnalysisParameters(
-        threshold=0.1,
-        confidence=0.95,
-        min_complete_cases=2,
-        exact_bootstrap_max_cases=12,
-        bootstrap_resamples=2000,
-        bootstrap_seed=20260930,
-    )
+    params = analysis_params()
     out = decide([4, 0, 2, 4, -2] * 3, 4, params)
     assert out.interval.method == "monte-carlo"
     assert out.interval.seed == 20260930 and out.interval.resamples == 2000
