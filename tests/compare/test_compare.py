@@ -117,7 +117,7 @@ def test_files_are_labelled_stable_and_read_back(lab: dict[str, Path], tmp_path:
     first = compare_runs([lab["a"], lab["b"]], tmp_path / "one")
     again = compare_runs([lab["a"], lab["b"]], tmp_path / "two")
     names = ["comparison.json", "comparison.md", *first.document.figures.values()]
-    assert len(names) == 5
+    assert len(names) == 6
     for name in names:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     md = (tmp_path / "one" / "comparison.md").read_text(encoding="utf-8")
@@ -194,8 +194,10 @@ def test_reading_refuses_other_versions_and_bad_intervals(
 ) -> None:
     doc = compare_runs([lab["a"]], tmp_path / "cmp", figures=False).document
     value = json.loads(to_json(doc))
-    with pytest.raises(NeedlepointError, match="version 2 is not supported"):
-        from_json(json.dumps(value | {"version": 2}))
+    with pytest.raises(NeedlepointError, match="version 1 is not supported"):
+        from_json(json.dumps(value | {"version": 1}))
+    with pytest.raises(NeedlepointError, match="version 3 is not supported"):
+        from_json(json.dumps(value | {"version": 3}))
     value["runs"][0]["interval"] = [0.1, 0.2, 0.3]
     with pytest.raises(NeedlepointError, match=r"expected \[low, high\]"):
         from_json(json.dumps(value))

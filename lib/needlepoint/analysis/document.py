@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import needlepoint
+from needlepoint.analysis.inference import RunContext
 from needlepoint.analysis.inputs import AnalysisInput, from_results_csv, from_run
 from needlepoint.analysis.primary import SIMULATION_BANNER, primary
 from needlepoint.analysis.record import (
@@ -32,6 +33,7 @@ FIGURES = {
     "forest": "forest_difference.png",
     "bootstrap": "bootstrap_distribution.png",
     "completeness": "completeness.png",
+    "positions": "accuracy_by_position_lines.png",
 }
 TABLES = ("cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures")
 
@@ -95,8 +97,15 @@ class Analysis:
 
 def build_document(inp: AnalysisInput) -> AnalysisDocument:
     """The versioned analysis.json content for one validated run."""
+    from needlepoint.analysis.diagnostics import diagnostics
+    from needlepoint.analysis.effects import effects
+    from needlepoint.analysis.robustness import robustness
+
     result = primary(inp)
     proto = inp.protocol
+    params = AnalysisParameters.of(proto)
+    # An input built by hand (not by from_run or from_results_csv) has no context: none known.
+    context = inp.context or RunContext(None, None, None, None, ())
     return AnalysisDocument(
         format=ANALYSIS_FORMAT,
         version=ANALYSIS_VERSION,
@@ -112,7 +121,7 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
             body_profile=body_profile(proto),
         ),
         run=RunRef(journal_sha256=inp.journal_sha256, source=inp.source, unverified=inp.unverified),
-        parameters=AnalysisParameters.of(proto),
+        parameters=params,
         completeness=result.completeness,
         exploratory=result.exploratory,
         exclusions=result.exclusions,
@@ -120,18 +129,24 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
         primary=result.primary,
         secondary=secondary(inp.outcomes),
         figures=dict(FIGURES),
+        context=context,
+        effects=effects(inp.outcomes, params),
+        robustness=robustness(inp.outcomes, params, result.primary),
+        diagnostics=diagnostics(inp.outcomes, inp.sessions),
     )
 
 
 def write_figures(doc: AnalysisDocument, inp: AnalysisInput, out: Path) -> None:
-    """Draw the four analysis figures into ``out``."""
+    """Draw the five analysis figures into ``out``."""
     from needlepoint.analysis import plots
+    from needlepoint.analysis.position_plot import position_lines
 
     sim = inp.simulation
     plots.accuracy_heatmap(doc.secondary.accuracy, out / FIGURES["accuracy"], sim)
     plots.forest_plot(doc.primary, out / FIGURES["forest"], sim)
     plots.bootstrap_plot(doc.primary, out / FIGURES["bootstrap"], sim)
     plots.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
+    position_lines(doc.effects.positions, out / FIGURES["positions"], sim)
 
 
 def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True) -> Analysis:

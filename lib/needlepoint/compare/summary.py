@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from needlepoint.analysis.summary import markdown_table
+from needlepoint.analysis.markdown import markdown_table
 from needlepoint.compare.record import ComparedCell, ComparedRun, ComparisonDocument
 
 
@@ -122,6 +122,13 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
         "Each run is analysed alone by the preregistered analysis, exactly as `needlepoint "
         "analyze` would; nothing is pooled.",
         "",
+        "## Each run: what was run, then Q1 and Q2",
+        "",
+        *[
+            line
+            for r in doc.runs
+            for line in [f"### {run_name(r)}", "", *[f"- {x.strip()}" for x in r.headline], ""]
+        ],
         "## Primary analysis, per run",
         "",
         *_primary(doc),
