@@ -35,7 +35,10 @@ FIGURES = {
     "completeness": "completeness.png",
     "positions": "accuracy_by_position_lines.png",
 }
-TABLES = ("cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures")
+TABLES = (
+    "cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures",
+    "effects", "positions", "robustness", "diagnostics",
+)  # fmt: skip
 
 
 def _row(record: Any) -> dict[str, Any]:
@@ -61,6 +64,12 @@ class Analysis:
     @property
     def simulation(self) -> bool:
         return self.document.simulation
+
+    def headline(self) -> list[str]:
+        """What was run, Q1, Q2 and the robustness verdict, as ``analyze`` prints them."""
+        from needlepoint.analysis.headline import headline_lines
+
+        return headline_lines(self.document)
 
     def figures(self) -> dict[str, Path]:
         """Figure name -> PNG path (empty when nothing was written)."""
@@ -91,6 +100,13 @@ class Analysis:
                 {k: v for k, v in _row(r).items() if k != "kinds"} | r.kinds for r in sec.errors
             ],
             "failures": lambda: [_row(r) for r in sec.protocol_failures],
+            "effects": lambda: [_row(r) for r in doc.effects.measures],
+            "positions": lambda: [_row(r) for r in doc.effects.positions],
+            "robustness": lambda: [
+                {k: v for k, v in _row(r).items() if k != "cells"}
+                for r in (*doc.robustness.missing, *doc.robustness.leave_one_out)
+            ],
+            "diagnostics": lambda: [_row(r) for r in doc.diagnostics.accuracy],
         }
         return pd.DataFrame(rows[name]())
 
