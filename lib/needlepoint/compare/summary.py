@@ -110,6 +110,11 @@ def _cells(run: ComparedRun) -> list[str]:
     return [f"#### {run_name(run)}", "", *markdown_table(["similarity", "length", *conds], rows)]
 
 
+def _item(line: str) -> str:
+    """A headline line as a list item; its indented lines (Q1's and Q2's values) nested."""
+    return f"  - {line.strip()}" if line.startswith("  ") else f"- {line}"
+
+
 def comparison_markdown(doc: ComparisonDocument) -> str:
     """Render comparison.json as comparison.md; a simulation says so on the first line."""
     lines: list[str] = [f"# {doc.label}", ""] if doc.label else []
@@ -127,7 +132,7 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
         *[
             line
             for r in doc.runs
-            for line in [f"### {run_name(r)}", "", *[f"- {x.strip()}" for x in r.headline], ""]
+            for line in [f"### {run_name(r)}", "", *[_item(x) for x in r.headline], ""]
         ],
         "## Primary analysis, per run",
         "",
