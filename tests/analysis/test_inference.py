@@ -288,3 +288,22 @@ def test_the_logistic_fit_runs_when_no_cell_is_all_one_way(prepared: Prepared) -
                                   analysis_params())  # fmt: skip
     assert logistic.note == "" and logistic.estimate is not None and logistic.se
     assert linear.estimate == pytest.approx(float(est))
+
+
+def test_the_summary_opens_with_the_headline_and_a_legend(prepared: Prepared) -> None:
+    from needlepoint.analysis.summary import summary_markdown
+
+    # Every B answer wrong (0 of 32), everything else right: no global floor or ceiling.
+    doc = build_document(
+        make_input(prepared, lambda p: "error:bad_format" if p.condition == "B" else "correct")
+    )
+    md = summary_markdown(doc)
+    head = md.split("## Primary analysis (preregistered)")[0]
+    assert head.index("**Q1, is there a middle loss?") < head.index("**Q2, does similarity")
+    assert "**Robustness: " in head
+    assert "`0 / -0.5, -0.5` reads: middle loss under low similarity 0, under high" in head
+    assert "A: absent (an unrelated record of the same length in the middle" in head
+    caveats = md.split("### Caveats\n\n")[1].split("\n\n")[0]
+    assert caveats != "(none)"
+    assert "Position at floor or ceiling: B under low similarity 0/16 (floor); " in caveats
+    assert "B under high similarity 0/16 (floor)" in caveats
