@@ -451,7 +451,10 @@ def test_cli_analyze_results_writes_everything_deterministically(
     printed = outputs[0].splitlines()
     assert printed[0] == "SIMULATION — not a model result"
     # The headline first (facts, Q1, Q2, robustness), then the preregistered decision line.
-    assert printed[1].startswith("model agnes-3.0-flash (chat profile), endpoint not recorded")
+    assert printed[1].startswith(
+        "model agnes-3.0-flash (chat profile), endpoint none: simulated, "
+        "run dates unknown (no journal)"
+    )
     assert [line.split(",")[0] for line in printed if line.startswith("Q")] == ["Q1", "Q2"]
     assert next(line for line in printed if line.startswith("decision:")) == (
         "decision: supported (difference 1 >= threshold 0.1 and the 95% interval's lower bound"

@@ -41,7 +41,7 @@ def effect_lines(doc: AnalysisDocument) -> list[str]:
     lines += [
         "### Accuracy by position (every case with a valid answer in the cell)",
         "",
-        "![positions](accuracy_by_position_lines.png)" if "positions" in doc.figures else "",
+        "Drawn against position in `accuracy_by_position_lines.png` (unless run without figures).",
         "",
     ]
     headers = ["position", "similarity", "length", "cases", "accuracy (exact)", "interval (exact)"]
