@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from needlepoint.analysis import record, tables
+from needlepoint.analysis import inference, record, tables
 from needlepoint.compare import record as compare_record
 from needlepoint.pilot import calibration_record, stats
 from needlepoint.pilot import record as pilot_record
@@ -59,7 +59,7 @@ def test_documented_fields_equal_the_record(key: tuple[str, str]) -> None:
 
 def test_every_record_is_documented() -> None:
     names = {name for name, _ in DOCUMENTED}
-    modules = (record, tables, run_record, compare_record, sweep_spec)
+    modules = (record, tables, inference, run_record, compare_record, sweep_spec)
     for module in (*modules, pilot_record, calibration_record, stats):
         records = {
             n

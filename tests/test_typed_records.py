@@ -64,6 +64,8 @@ ALLOWED = {
     ("run.session", "Session.append", "return"): "a raw journal line",
     ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
     ("run.sweep_spec", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
+    ("analysis.context", "run_context", "records"): "raw journal lines",
+    ("analysis.context", "sessions_by_seq", "records"): "raw journal lines",
 }
 
 

@@ -54,7 +54,7 @@ def test_every_figure_title_carries_the_banner_for_simulations(
 ) -> None:
     inp = make_input(prepared, spec, simulation=simulation)
     write_figures(build_document(inp), inp, tmp_path)
-    assert len(drawn) == 4
+    assert len(drawn) == 5
     for fig in drawn:
         assert fig["title"].startswith(SIMULATION_BANNER) == simulation, fig["path"].name
         assert fig["path"].read_bytes().startswith(PNG)

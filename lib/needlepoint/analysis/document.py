@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import needlepoint
+from needlepoint.analysis.inference import RunContext
 from needlepoint.analysis.inputs import AnalysisInput, from_results_csv, from_run
 from needlepoint.analysis.primary import SIMULATION_BANNER, primary
 from needlepoint.analysis.record import (
@@ -32,8 +33,12 @@ FIGURES = {
     "forest": "forest_difference.png",
     "bootstrap": "bootstrap_distribution.png",
     "completeness": "completeness.png",
+    "positions": "accuracy_by_position_lines.png",
 }
-TABLES = ("cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures")
+TABLES = (
+    "cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures",
+    "effects", "positions", "robustness", "diagnostics",
+)  # fmt: skip
 
 
 def _row(record: Any) -> dict[str, Any]:
@@ -59,6 +64,12 @@ class Analysis:
     @property
     def simulation(self) -> bool:
         return self.document.simulation
+
+    def headline(self) -> list[str]:
+        """What was run, Q1, Q2 and the robustness verdict, as ``analyze`` prints them."""
+        from needlepoint.analysis.headline import headline_lines
+
+        return headline_lines(self.document)
 
     def figures(self) -> dict[str, Path]:
         """Figure name -> PNG path (empty when nothing was written)."""
@@ -89,14 +100,28 @@ class Analysis:
                 {k: v for k, v in _row(r).items() if k != "kinds"} | r.kinds for r in sec.errors
             ],
             "failures": lambda: [_row(r) for r in sec.protocol_failures],
+            "effects": lambda: [_row(r) for r in doc.effects.measures],
+            "positions": lambda: [_row(r) for r in doc.effects.positions],
+            "robustness": lambda: [
+                {k: v for k, v in _row(r).items() if k != "cells"}
+                for r in (*doc.robustness.missing, *doc.robustness.leave_one_out)
+            ],
+            "diagnostics": lambda: [_row(r) for r in doc.diagnostics.accuracy],
         }
         return pd.DataFrame(rows[name]())
 
 
 def build_document(inp: AnalysisInput) -> AnalysisDocument:
     """The versioned analysis.json content for one validated run."""
+    from needlepoint.analysis.diagnostics import diagnostics
+    from needlepoint.analysis.effects import effects
+    from needlepoint.analysis.robustness import robustness
+
     result = primary(inp)
     proto = inp.protocol
+    params = AnalysisParameters.of(proto)
+    # An input built by hand (not by from_run or from_results_csv) has no context: none known.
+    context = inp.context or RunContext(None, None, None, None, ())
     return AnalysisDocument(
         format=ANALYSIS_FORMAT,
         version=ANALYSIS_VERSION,
@@ -112,7 +137,7 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
             body_profile=body_profile(proto),
         ),
         run=RunRef(journal_sha256=inp.journal_sha256, source=inp.source, unverified=inp.unverified),
-        parameters=AnalysisParameters.of(proto),
+        parameters=params,
         completeness=result.completeness,
         exploratory=result.exploratory,
         exclusions=result.exclusions,
@@ -120,18 +145,24 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
         primary=result.primary,
         secondary=secondary(inp.outcomes),
         figures=dict(FIGURES),
+        context=context,
+        effects=effects(inp.outcomes, params),
+        robustness=robustness(inp.outcomes, params, result.primary),
+        diagnostics=diagnostics(inp.outcomes, inp.sessions),
     )
 
 
 def write_figures(doc: AnalysisDocument, inp: AnalysisInput, out: Path) -> None:
-    """Draw the four analysis figures into ``out``."""
+    """Draw the five analysis figures into ``out``."""
     from needlepoint.analysis import plots
+    from needlepoint.analysis.position_plot import position_lines
 
     sim = inp.simulation
     plots.accuracy_heatmap(doc.secondary.accuracy, out / FIGURES["accuracy"], sim)
     plots.forest_plot(doc.primary, out / FIGURES["forest"], sim)
     plots.bootstrap_plot(doc.primary, out / FIGURES["bootstrap"], sim)
     plots.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
+    position_lines(doc.effects.positions, out / FIGURES["positions"], sim)
 
 
 def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True) -> Analysis:

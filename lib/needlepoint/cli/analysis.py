@@ -14,6 +14,7 @@ from needlepoint.errors import NeedlepointError
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from needlepoint.analysis.document import analyze
+    from needlepoint.analysis.headline import headline_lines
     from needlepoint.analysis.inputs import from_results_csv, from_run, refuse_pooling
 
     if args.results:
@@ -36,6 +37,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     doc = result.document
     if doc.simulation:
         print(doc.label)
+    for line in headline_lines(doc):
+        print(line)
     p = doc.primary
     trust = f"; not verified: {doc.run.unverified}" if doc.run.unverified else ""
     print(f"decision: {p.decision} ({p.reason}){trust}")
@@ -73,6 +76,11 @@ def _cmd_power(args: argparse.Namespace) -> int:
         acc_e=args.acc_e,
         acc_a=args.acc_a,
         failure_rate=args.failure_rate,
+        high_b=args.high_acc_b,
+        high_m=args.high_acc_m,
+        high_e=args.high_acc_e,
+        high_a=args.high_acc_a,
+        case_sd=args.case_sd,
     )
     grid = {"effects": args.effects} if args.effects is not None else {}
     study = PowerStudy(cases=args.cases, simulations=args.simulations, seed=args.seed, **grid)
@@ -124,6 +132,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--acc-m", type=float, default=0.9, help="accuracy in the middle (low sim.)")
     p.add_argument("--acc-e", type=float, default=0.95, help="accuracy at the end")
     p.add_argument("--acc-a", type=float, default=0.95, help="refusal accuracy on A")
+    for cond, where in (("b", "beginning"), ("m", "middle"), ("e", "end"), ("a", "absent")):
+        p.add_argument(
+            f"--high-acc-{cond}",
+            type=float,
+            help=f"accuracy at the {where} under high similarity (default: the low one)"
+            + ("; shown only: the added middle loss sets it" if cond == "m" else ""),
+        )
+    p.add_argument(
+        "--case-sd", type=float, default=0.0, help="between-case spread (SD, logit scale)"
+    )
     p.add_argument("--failure-rate", type=float, default=0.0, help="P(protocol failure)")
     p.add_argument("--simulations", type=int, default=1000, help="simulated runs per point")
     p.add_argument("--seed", type=int, default=20260930, help="numpy default_rng seed")

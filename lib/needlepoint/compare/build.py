@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import needlepoint
+from needlepoint.analysis.headline import headline_lines
 from needlepoint.analysis.inputs import Outcome
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.compare.record import (
@@ -30,6 +31,7 @@ FIGURES = {
     "forest": "comparison_forest.png",
     "accuracy": "comparison_accuracy.png",
     "failures": "comparison_failures.png",
+    "positions": "comparison_positions.png",
 }
 SCORE_GROUPS = {"answer present (B, M, E)": ("B", "M", "E"), "answer absent (A)": ("A",)}
 
@@ -121,6 +123,10 @@ def compared_run(run: LoadedRun, out_dir: Path) -> ComparedRun:
         caveats=doc.caveats,
         scores=score_totals(run.input.outcomes),
         accuracy=compared_cells(run),
+        headline=tuple(headline_lines(doc)),
+        middle_loss=tuple(e for e in doc.effects.measures if e.measure == "middle loss"),
+        positions=doc.effects.positions,
+        robustness=doc.robustness.verdict,
     )
 
 

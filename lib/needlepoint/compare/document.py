@@ -37,6 +37,7 @@ class Comparison:
             value = "—" if r.difference is None else f"{r.difference:.4g}"
             interval = "" if r.interval is None else f" [{r.interval[0]:.4g}, {r.interval[1]:.4g}]"
             out.append(f"{run_name(r)} ({r.model}): {r.decision}; difference {value}{interval}")
+            out += [f"  {line}" for line in r.headline]
         out.append(f"not pooled, not ranked; each run analysed alone. Threshold {doc.threshold:g}.")
         return out
 
@@ -84,12 +85,21 @@ class Comparison:
 
 
 def write_figures(doc: ComparisonDocument, out: Path) -> None:
-    """Draw the three comparison figures into ``out``."""
+    """Draw the four comparison figures into ``out``."""
+    from needlepoint.analysis.decision import SIMULATION_BANNER
+    from needlepoint.analysis.position_plot import compare_position_lines
     from needlepoint.compare import plots
 
     plots.forest(doc, out / FIGURES["forest"])
     plots.accuracy_panels(doc, out / FIGURES["accuracy"])
     plots.failures(doc, out / FIGURES["failures"])
+    models = [r.model for r in doc.runs]
+    compare_position_lines(
+        [(r.model if models.count(r.model) == 1 else run_name(r), r.positions) for r in doc.runs],
+        out / FIGURES["positions"],
+        doc.simulation,
+        doc.label or SIMULATION_BANNER,
+    )
 
 
 def compare_runs(

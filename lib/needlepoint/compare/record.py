@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from needlepoint.analysis.inference import Effect
 from needlepoint.errors import NeedlepointError
 from needlepoint.schema import document_bytes, read_versioned, versioned_from_json
 
 COMPARISON_FORMAT = "needlepoint-comparison"
-COMPARISON_VERSION = 1
+COMPARISON_VERSION = 2
 MIXED_LABEL = (
     "MIXED — simulated and live runs side by side; the simulated runs are not model results"
 )
@@ -74,6 +75,10 @@ class ComparedRun:
     caveats: tuple[str, ...]
     scores: tuple[ScoreTotal, ...]
     accuracy: tuple[ComparedCell, ...]
+    headline: tuple[str, ...]
+    middle_loss: tuple[Effect, ...]
+    positions: tuple[Effect, ...]
+    robustness: str
 
     def __post_init__(self) -> None:
         if self.interval is not None and len(self.interval) != 2:
@@ -84,7 +89,10 @@ class ComparedRun:
 
 @dataclass(frozen=True)
 class ComparisonDocument:
-    """The whole comparison.json document, format ``needlepoint-comparison`` version 1."""
+    """The whole comparison.json document, format ``needlepoint-comparison`` version 2.
+
+    Version 2 added each run's ``headline``, ``middle_loss``, ``positions`` and ``robustness``.
+    """
 
     format: str
     version: int

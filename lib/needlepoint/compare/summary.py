@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from needlepoint.analysis.summary import markdown_table
+from needlepoint.analysis.markdown import markdown_table
 from needlepoint.compare.record import ComparedCell, ComparedRun, ComparisonDocument
 
 
@@ -110,6 +110,11 @@ def _cells(run: ComparedRun) -> list[str]:
     return [f"#### {run_name(run)}", "", *markdown_table(["similarity", "length", *conds], rows)]
 
 
+def _item(line: str) -> str:
+    """A headline line as a list item; its indented lines (Q1's and Q2's values) nested."""
+    return f"  - {line.strip()}" if line.startswith("  ") else f"- {line}"
+
+
 def comparison_markdown(doc: ComparisonDocument) -> str:
     """Render comparison.json as comparison.md; a simulation says so on the first line."""
     lines: list[str] = [f"# {doc.label}", ""] if doc.label else []
@@ -122,6 +127,13 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
         "Each run is analysed alone by the preregistered analysis, exactly as `needlepoint "
         "analyze` would; nothing is pooled.",
         "",
+        "## Each run: what was run, then Q1 and Q2",
+        "",
+        *[
+            line
+            for r in doc.runs
+            for line in [f"### {run_name(r)}", "", *[_item(x) for x in r.headline], ""]
+        ],
         "## Primary analysis, per run",
         "",
         *_primary(doc),

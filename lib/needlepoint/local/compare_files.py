@@ -214,7 +214,7 @@ _FILES = (
         "analysis/<model>/",
         "the run's preregistered analysis, alone: `analysis.json`, `summary.md`, figures",
     ),
-    ("comparison/", "`comparison.json`, `comparison.md` and three figures (`compare`)"),
+    ("comparison/", "`comparison.json`, `comparison.md` and four figures (`compare`)"),
     ("01-design.ipynb", "the design: tables and the execution order (`figures/`)"),
     ("04-analysis-<model>.ipynb", "each run's analysis notebook"),
     ("07-compare.ipynb", "the comparison notebook"),

@@ -6,8 +6,10 @@ The rules (docs/pilot.md) are fixed before the pilot is read:
    protocol-failure rate ``f`` leaves complete pairs, ``(1 − f)^8 >= min_pair_complete`` (the
    probability that all eight requests of a case at that length are valid), and it has valid
    answers under M (low similarity) and A. The calibrated design takes every qualifying length.
-2. The pilot's accuracies over those lengths (B, M under low similarity, E, A) and its failure
-   rate feed ``PowerModel``; the design's runner stops after its consecutive-failure limit.
+2. The pilot's accuracies over those lengths, per similarity (B, E and A under each, M under
+   low), and its failure rate feed ``PowerModel``; the design's runner stops after its
+   consecutive-failure limit. An effect above the largest those rates allow (high-similarity M
+   at 0) is refused with the reason: no case count can power it.
 3. The recommended count is the smallest multiple of the number of orders, up to
    ``max_cases`` (and ``max_requests`` planned requests, when given), whose simulated power at
    ``effect`` reaches ``target_power`` while the mean number of complete cases is at least
@@ -30,8 +32,9 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.pilot import calibration_record as cr
 from needlepoint.pilot.folder import read_design
 from needlepoint.pilot.heldout import calibrated_seed
+from needlepoint.pilot.rates import pilot_model, unattainable
 from needlepoint.pilot.record import PREPARED_DIR, RUN_DIR, design_ref, read_pilot_record
-from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
+from needlepoint.pilot.stats import LengthCounts, length_counts
 from needlepoint.schema import to_plain
 
 REQUESTS_PER_PAIR = 8  # two similarity blocks of four conditions
@@ -151,28 +154,6 @@ def threshold_power(model: PowerModel, o: CalibrationOptions, protocol: dict[str
     return float(power_grid(model, study, protocol)["power"].iloc[0])
 
 
-def pilot_model(
-    inp: AnalysisInput, lengths: tuple[int, ...], design: dict[str, Any]
-) -> PowerModel | str:
-    """Rule 2: the power model of the pilot's accuracies over the chosen lengths.
-
-    Returns the reason instead when a condition has no valid answer over those lengths.
-    """
-    p = pooled(inp.outcomes, lengths)
-    acc = {k: p[k].estimate for k in ("B", "M", "E", "A", "failure")}
-    missing = [k for k, v in acc.items() if v is None]
-    if missing:
-        return f"no valid {missing[0]} answer at lengths {', '.join(map(str, lengths))}"
-    return PowerModel(
-        acc_b=float(acc["B"] or 0),
-        acc_m=float(acc["M"] or 0),
-        acc_e=float(acc["E"] or 0),
-        acc_a=float(acc["A"] or 0),
-        failure_rate=float(acc["failure"] or 0),
-        stop_after=int(design["runner"]["max_consecutive_failures"]),
-    )
-
-
 def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInput]:
     """The pilot's record, its design and its validated rows (the run audited first)."""
     from needlepoint.run.audit import audit_run
@@ -229,24 +210,34 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
     if not chosen:
         reason = "; ".join(f"{v.length}: {v.reason}" for v in verdicts)
         rec = cr.CalibrationRecord(
-            **base, power_model=None, **empty, **none, verdict=cr.NO_LENGTH, reason=reason
+            **base,
+            power_model=None,
+            largest_effect=None,
+            **empty,
+            **none,
+            verdict=cr.NO_LENGTH,
+            reason=reason,
         )
         return Calibration(rec, None)
     model = pilot_model(inp, chosen, design)
     if isinstance(model, str):
         rec = cr.CalibrationRecord(
-            **base, power_model=None, **empty, **none, verdict=cr.NO_LENGTH, reason=model
+            **base,
+            power_model=None,
+            largest_effect=None,
+            **empty,
+            **none,
+            verdict=cr.NO_LENGTH,
+            reason=model,
         )
         return Calibration(rec, None)
-    if model.acc_m < o.effect:
-        reason = (
-            f"middle accuracy {model.acc_m:.3f} (low similarity, lengths "
-            f"{', '.join(map(str, chosen))}) is below the effect {o.effect:g}: "
-            "a middle loss that large cannot occur"
-        )
+    largest = dict(largest_effect=model.largest_effect)
+    why = unattainable(model, o.effect, chosen)
+    if why is not None:
         rec = cr.CalibrationRecord(
-            **base, power_model=model, **empty, **none, verdict=cr.MIDDLE_TOO_LOW, reason=reason
-        )
+            **base, power_model=model, **largest, **empty, **none,
+            verdict=cr.ABOVE_ATTAINABLE, reason=why,
+        )  # fmt: skip
         return Calibration(rec, None)
     rows, cases = _search(model, o, design, chosen)
     if cases is None:
@@ -259,7 +250,8 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
             + ("" if best is None else f" (best {best.power:.3f} at {best.cases} cases)")
         )
         rec = cr.CalibrationRecord(
-            **base, power_model=model, power_table=tuple(rows), power_at_threshold=None,
+            **base, power_model=model, **largest, power_table=tuple(rows),
+            power_at_threshold=None,
             recommended_cases=None, **none, verdict=cr.NOT_REACHED, reason=reason,
         )  # fmt: skip
         return Calibration(rec, None)
@@ -275,7 +267,7 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
         f"{rows[-1].power:.3f} at effect {o.effect:g}"
     )
     rec = cr.CalibrationRecord(
-        **base, power_model=model, power_table=tuple(rows),
+        **base, power_model=model, **largest, power_table=tuple(rows),
         power_at_threshold=threshold_power(model, o, protocol), recommended_cases=cases,
         protocol_version=version, materials_seed=seed, verdict=cr.RECOMMENDED, reason=reason,
     )  # fmt: skip

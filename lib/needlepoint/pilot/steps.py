@@ -97,7 +97,8 @@ def figures_step(step: CalibrationStep, effects: list[float]) -> list[str]:
     counts = tuple(sorted({half, top}))
     if not effects or any(e < 0 for e in effects):
         raise NeedlepointError("effects: give non-negative added middle losses")
-    grid = [e for e in effects if e <= rec.power_model.acc_m]
+    model = rec.power_model
+    grid = [e for e in effects if max(0.0, model.smallest_effect) <= e <= model.largest_effect]
     table = power_table(rec, step.design, counts, tuple(grid))
     write_bytes_atomic(
         out / POWER_TABLE, table.to_csv(index=False, lineterminator="\n").encode("utf-8")
