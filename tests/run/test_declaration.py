@@ -156,6 +156,6 @@ def test_a_damaged_declaration_is_refused_before_anything_is_sent(
     value = json.loads(decl.read_text("utf-8"))
     value["plan"]["text"] += "edited"
     decl.write_text(json.dumps(value), encoding="utf-8")
-    with pytest.raises(NeedlepointError, match="plan.sha256: does not match"):
+    with pytest.raises(NeedlepointError, match=r"plan\.sha256: does not match"):
         _simulated(reference_dir, tmp_path / "run", decl)
     assert not (tmp_path / "run" / "journal.jsonl").exists()

@@ -45,7 +45,12 @@ def test_a_declaration_holds_the_plan_the_time_and_what_was_on_record(
     _run(reference_dir, root / "old-run", None)
     d = declare(root.parent / "plan.md", root / "declaration.json", root)
     r = d.record
-    assert (r.format, r.version, r.simulation, r.amends) == ("needlepoint-declaration", 1, False, None)
+    assert (r.format, r.version, r.simulation, r.amends) == (
+        "needlepoint-declaration",
+        1,
+        False,
+        None,
+    )
     assert r.plan.text == PLAN and r.plan.sha256 == sha256_hex(PLAN.encode())
     assert r.plan.file == "plan.md" and r.root == "."
     [head] = r.heads
@@ -57,9 +62,7 @@ def test_a_declaration_holds_the_plan_the_time_and_what_was_on_record(
         declare(root.parent / "plan.md", root / "declaration.json", root)
 
 
-def test_an_amendment_after_outcomes_it_governs_is_flagged(
-    reference_dir: Path, root: Path
-) -> None:
+def test_an_amendment_after_outcomes_it_governs_is_flagged(reference_dir: Path, root: Path) -> None:
     first = root / "declaration.json"
     declare(root.parent / "plan.md", first, root)
     _run(reference_dir, root / "run", first)
@@ -84,7 +87,7 @@ def test_an_amendment_of_an_amendment_that_changed_is_refused(root: Path) -> Non
     value = json.loads(first.read_text("utf-8"))
     value["plan"]["file"] = "other.md"
     first.write_text(json.dumps(value), encoding="utf-8")
-    with pytest.raises(NeedlepointError, match="not the .* it cites"):
+    with pytest.raises(NeedlepointError, match=r"not the \w+ it cites"):
         chain(second)
 
 
@@ -107,11 +110,11 @@ def test_a_simulated_clock_is_the_epoch_and_says_so(root: Path) -> None:
 
 
 def test_the_command_needs_an_evidence_root(tmp_path: Path, root: Path) -> None:
-    code, _, err = run_cli(["declare", str(tmp_path / "plan.md"), "--out", str(tmp_path / "d.json")])
-    assert code == 2 and "not inside a folder named evidence" in err
-    code, out, _ = run_cli(
-        ["declare", str(tmp_path / "plan.md"), "--out", str(root / "d.json")]
+    code, _, err = run_cli(
+        ["declare", str(tmp_path / "plan.md"), "--out", str(tmp_path / "d.json")]
     )
+    assert code == 2 and "not inside a folder named evidence" in err
+    code, out, _ = run_cli(["declare", str(tmp_path / "plan.md"), "--out", str(root / "d.json")])
     assert code == 0 and "sha256" in out and "next: start runs with --declaration" in out
     assert read_declaration(root / "d.json").record.root == "."
 

@@ -6,6 +6,7 @@ absolute paths, so re-running it gives the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,17 @@ def write_figures(doc: AnalysisDocument, inp: AnalysisInput, out: Path) -> None:
     plots.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
 
 
-def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True) -> Analysis:
-    """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures."""
+def analyze(
+    inp: AnalysisInput,
+    out_dir: str | Path | None,
+    figures: bool = True,
+    record: Sequence[str] = (),
+) -> Analysis:
+    """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures.
+
+    ``record``: the study record's lines for summary.md (a run's declaration chain, other runs
+    of its design on record); they never enter analysis.json or the decision.
+    """
     from needlepoint.analysis.summary import summary_markdown
 
     doc = build_document(inp)
@@ -148,7 +158,7 @@ def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True
     else:
         doc = replace(doc, figures={})
     write_bytes_atomic(out / "analysis.json", to_json(doc))
-    write_bytes_atomic(out / "summary.md", summary_markdown(doc).encode("utf-8"))
+    write_bytes_atomic(out / "summary.md", summary_markdown(doc, record).encode("utf-8"))
     return Analysis(doc, out)
 
 
@@ -159,8 +169,14 @@ def analyze_run(
     figures: bool = True,
 ) -> Analysis:
     """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
+    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+
     target = Path(run_dir) / "analysis" if out_dir is None else out_dir
-    return analyze(from_run(run_dir, prepared_dir), target, figures)
+    inp = from_run(run_dir, prepared_dir)
+    # A run started under a declaration shows its chain (nothing is added without one).
+    declared = run_declaration(Path(run_dir)) is not None
+    record = run_chain_lines(Path(run_dir), Path(target)) if declared else []
+    return analyze(inp, target, figures, record)
 
 
 def analyze_results(

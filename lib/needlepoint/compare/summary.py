@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from needlepoint.analysis.summary import markdown_table
+from needlepoint.analysis.summary import markdown_table, study_record_section
 from needlepoint.compare.record import ComparedCell, ComparedRun, ComparisonDocument
 
 
@@ -110,8 +110,11 @@ def _cells(run: ComparedRun) -> list[str]:
     return [f"#### {run_name(run)}", "", *markdown_table(["similarity", "length", *conds], rows)]
 
 
-def comparison_markdown(doc: ComparisonDocument) -> str:
-    """Render comparison.json as comparison.md; a simulation says so on the first line."""
+def comparison_markdown(doc: ComparisonDocument, record: Sequence[str] = ()) -> str:
+    """Render comparison.json as comparison.md; a simulation says so on the first line.
+
+    ``record``: the study record's lines (declaration chains, other runs on record), last.
+    """
     lines: list[str] = [f"# {doc.label}", ""] if doc.label else []
     lines += [
         f"# Comparison: {len(doc.runs)} runs of one design ({doc.protocol_id})",
@@ -162,4 +165,5 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
             ],
         ),
     ]
+    lines = [*lines, *study_record_section(record)]
     return "\n".join(lines).rstrip("\n") + "\n"
