@@ -29,7 +29,7 @@ from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.pilot import calibration_record as cr
 from needlepoint.pilot.folder import read_design
-from needlepoint.pilot.heldout import calibrated_seed
+from needlepoint.pilot.heldout import OnRecord, calibrated_seed
 from needlepoint.pilot.record import PREPARED_DIR, RUN_DIR, design_ref, read_pilot_record
 from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
 from needlepoint.schema import to_plain
@@ -186,8 +186,16 @@ def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInpu
     return record, design, from_run(folder / RUN_DIR, pilot=True)
 
 
-def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) -> Calibration:
-    """Read a pilot folder and apply the rules; the protocol is None unless one is recommended."""
+def calibrate(
+    pilot_dir: str | Path,
+    options: CalibrationOptions | None = None,
+    records: tuple[OnRecord, ...] = (),
+) -> Calibration:
+    """Read a pilot folder and apply the rules; the protocol is None unless one is recommended.
+
+    ``records``: the designs already run under the evidence root; the new version's materials
+    seed avoids them as it avoids the pilot (docs/pilot.md).
+    """
     o = options or CalibrationOptions()
     check_options(o)
     record, design, inp = load_pilot(pilot_dir)
@@ -268,6 +276,7 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
         design["seeds"]["materials"],
         pilot_protocol,
         lambda s: calibrated_protocol(design, chosen, cases, s, version),
+        records,
     )
     protocol = calibrated_protocol(design, chosen, cases, seed.seed, version)
     reason = (
