@@ -292,5 +292,7 @@ def finish(
         runs = [layout.run(e) for e in entrants]
         for line in compare_runs(runs, layout.comparison).lines():
             say(line)
-    write_readme(layout, entrants, audits)
+    from needlepoint.local.compare_effects import readme_sections
+
+    write_readme(layout, entrants, audits, readme_sections(layout, entrants, layout.root.parent))
     say(f"wrote {layout.root / 'README.md'}")

@@ -159,8 +159,17 @@ def _score(run: Any, group: str) -> str:
     return f"{total.correct}/{total.valid} [{total.lenient_correct}], {total.not_valid} not valid"
 
 
-def readme_text(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, list[str]]) -> str:
-    """README.md for the evidence folder, from its record, comparison, journals and audits."""
+def readme_text(
+    layout: Layout,
+    entrants: Sequence[Entrant],
+    audits: dict[str, list[str]],
+    sections: Sequence[str] = (),
+) -> str:
+    """README.md for the evidence folder, from its record, comparison, journals and audits.
+
+    ``sections``: lines placed after the result (``compare_effects``: what each difference is
+    made of, and the other runs of the design on record).
+    """
     from needlepoint.compare.record import read_comparison
     from needlepoint.jsonio import read_json
 
@@ -193,7 +202,7 @@ def readme_text(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, l
             f"{r.complete_cases} of {r.planned_cases} | {diff} | {_score(r, 'answer present')} | "
             f"{_score(r, 'answer absent')} | {_failures(r.protocol_failures)} |"
         )
-    out += ["", "Reasons, caveats and every cell: `comparison/comparison.md`.", ""]
+    out += ["", "Reasons, caveats and every cell: `comparison/comparison.md`.", "", *sections]
     out += ["## Timing (from each journal)", ""]
     out += ["| model | sessions | first request to last answer | median s/request by length |"]
     out += ["|---|---|---|---|"]
@@ -241,8 +250,13 @@ def _present(root: Path, shown: str) -> bool:
     return any(root.glob(first))
 
 
-def write_readme(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, list[str]]) -> Path:
+def write_readme(
+    layout: Layout,
+    entrants: Sequence[Entrant],
+    audits: dict[str, list[str]],
+    sections: Sequence[str] = (),
+) -> Path:
     """Write README.md into the evidence folder."""
     path = layout.root / "README.md"
-    path.write_text(readme_text(layout, entrants, audits), encoding="utf-8")
+    path.write_text(readme_text(layout, entrants, audits, sections), encoding="utf-8")
     return path
