@@ -113,7 +113,8 @@ def calibrated_protocol(
     p = copy.deepcopy(design)
     p.update(version=version, lengths=list(lengths), cases=cases)
     p["seeds"] = dict(design["seeds"], materials=seed)
-    p.pop("rationale", None)
+    for free in ("rationale", "materials_reuse"):  # the design's own, not the new version's
+        p.pop(free, None)
     return p
 
 

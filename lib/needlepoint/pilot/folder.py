@@ -80,6 +80,7 @@ def pilot_protocol(
         p["rationale"] = to_plain(rationale)
     else:
         p.pop("rationale", None)
+    p.pop("materials_reuse", None)  # the design's reason covers the design's materials only
     return p
 
 
