@@ -33,12 +33,18 @@ def pilot_step(
     lengths: list[int],
     cases: int,
     sim_params: dict[str, float] | None = None,
+    declaration: str | Path | None = None,
 ) -> list[str]:
-    """Run a simulated pilot into ``pilot_dir`` (or resume it), or describe an existing one."""
+    """Run a simulated pilot into ``pilot_dir`` (or resume it), or describe an existing one;
+    ``declaration``: the declaration the simulated pilot is started under."""
     if simulate:
         planned = cases * len(lengths) * 8
         options = RunOptions(
-            allow=planned, simulate="position", sim_params=sim_params, progress="off"
+            allow=planned,
+            simulate="position",
+            sim_params=sim_params,
+            progress="off",
+            declaration=None if declaration is None else str(declaration),
         )
         return run_pilot(design_file, pilot_dir, tuple(lengths), cases, options).lines()
     record = read_pilot_record(pilot_dir)
