@@ -51,8 +51,10 @@ def test_a_new_version_on_the_same_materials_is_refused(root: Path, tmp_path: Pa
 def test_a_reason_lets_it_through_and_is_recorded(root: Path, tmp_path: Path) -> None:
     v3 = _override(tmp_path, "v3.json", version=3, cases=8, lengths=[12], seeds={"materials": 7})
     code, out, err = run_cli(
-        ["prepare", "--out", str(root / "v3"), "--protocol", str(v3)]
-        + ["--reuse-materials", "a replication of the same questions, on purpose"]
+        [
+            *["prepare", "--out", str(root / "v3"), "--protocol", str(v3)],
+            *["--reuse-materials", "a replication of the same questions, on purpose"],
+        ]
     )
     assert code == 0, err
     assert "materials reused, recorded with the reason:" in out
@@ -128,21 +130,20 @@ def test_calibrate_and_pilot_refuse_a_version_on_record(tmp_path: Path) -> None:
     code, _, err = run_cli(["calibrate", str(base / "pilot"), "--out", str(tmp_path / "c.json")])
     assert code == 2 and "version 7 of context-position-similar is already used" in err
     code, out, err = run_cli(
-        ["calibrate", str(base / "pilot"), "--out", str(base / "v8.json"), "--version", "8"]
-        + ["--simulations", "100"]
+        [
+            *["calibrate", str(base / "pilot"), "--out", str(base / "v8.json")],
+            *["--version", "8", "--simulations", "100"],
+        ]
     )
     assert code == 0 and "designs the new version's materials avoid" in out, err
-    code, _, err = run_cli(
-        ["pilot", "--protocol", str(taken), "--out", str(base / "p2"), "--lengths", "12"]
-        + ["--cases", "4", "--allow", "32", "--simulate", "perfect", "--no-progress"]
-    )
+    pilot = [
+        *["pilot", "--protocol", str(taken), "--out", str(base / "p2"), "--lengths", "12"],
+        *["--cases", "4", "--allow", "32", "--simulate", "perfect", "--no-progress"],
+    ]
+    code, _, err = run_cli(pilot)
     assert code == 2 and "version 8 of context-position-similar is already used" in err
     assert "(v8.json, design" in err
-    code, out, err = run_cli(
-        ["pilot", "--protocol", str(taken), "--out", str(base / "p2"), "--lengths", "12"]
-        + ["--cases", "4", "--allow", "32", "--simulate", "perfect", "--no-progress"]
-        + ["--version", "30"]
-    )
+    code, out, err = run_cli([*pilot, "--version", "30"])
     assert code == 0, err
     assert json.loads((base / "p2" / "pilot.json").read_text("utf-8"))["protocol_version"] == 30
 

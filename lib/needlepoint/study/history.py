@@ -99,7 +99,7 @@ def history_runs(root: Path, present: set[str]) -> tuple[list[RunEntry], str]:
             shown = f"{parent[:12]}:{Path(run).relative_to(rel_root).as_posix()}"
             owner = scratch / posixpath.dirname(run)
             pilot = pilot_design_of(owner) if (owner / "pilot.json").is_file() else None
-            entry = read_entry(scratch / run, shown, pilot_design=pilot)
+            entry = read_entry(scratch / run, shown, pilot_design=pilot, root=scratch / rel_root)
             if entry.journal_sha256 and entry.journal_sha256 in seen:
                 continue  # the same journal is still on the record (or listed already)
             seen.add(entry.journal_sha256)

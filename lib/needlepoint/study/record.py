@@ -53,13 +53,20 @@ def later_amendments(root: Path, cited: str) -> list[Declared]:
     return [e for _, e in sorted(out.values(), key=lambda x: (x[0], x[1].record.time))]
 
 
-def chain_record(run_dirs: Sequence[Path], root: Path | None, base: Path) -> list[str]:
-    """Each run's declaration chain, with later amendments found under ``root``."""
+def chain_record(
+    run_dirs: Sequence[Path],
+    root: Path | None,
+    base: Path,
+    shown: Sequence[str] | None = None,
+) -> list[str]:
+    """Each run's declaration chain, with later amendments found under ``root``; ``shown``
+    names the runs (default: as given)."""
     lines: list[str] = []
-    for run_dir in run_dirs:
+    for i, run_dir in enumerate(run_dirs):
         ref = run_declaration(run_dir)
         later = later_amendments(root, ref.sha256) if ref is not None and root else []
-        lines += [*run_chain_lines(run_dir, base, later, shown=display(run_dir)), ""]
+        name = display(run_dir) if shown is None else shown[i]
+        lines += [*run_chain_lines(run_dir, base, later, shown=name), ""]
     return lines[:-1]
 
 
@@ -89,9 +96,7 @@ def also_on_record(run_dirs: Sequence[Path], reg: Registry) -> list[str]:
         return [
             f"Also on record under `{display(reg.root)}`: no other run of this design and model."
         ]
-    lines = [
-        f"Also on record under `{display(reg.root)}` (same design and model, not passed in):"
-    ]
+    lines = [f"Also on record under `{display(reg.root)}` (same design and model, not passed in):"]
     lines += [f"- {_other(r)}" for r in others]
     return lines
 

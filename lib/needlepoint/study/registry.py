@@ -57,7 +57,7 @@ def collect(root: str | Path, history: bool = False) -> Registry:
     runs = []
     for rel in found.runs:
         design = pilot_designs.get(Path(rel).parent.as_posix())
-        runs.append(read_entry(base / rel, rel, pilot_design=design))
+        runs.append(read_entry(base / rel, rel, pilot_design=design, root=base))
     used = {_prepared_of(base / r.path) for r in runs}
     items = [*_analyses(base, found), *_comparisons(base, found), *_calibrations(base, found)]
     items += _unrun(base, found, used)

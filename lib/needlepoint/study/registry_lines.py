@@ -37,11 +37,8 @@ def registry_lines(reg: Registry) -> list[str]:
         runs = [r for r in reg.runs if r.design_fingerprint == design]
         old = [r for r in reg.history if r.design_fingerprint == design]
         items = [i for i in reg.items if i.design_fingerprint == design]
-        versions = sorted({r.version for r in [*runs, *old] if r.version is not None})
-        ids = sorted({r.protocol_id for r in [*runs, *old] if r.protocol_id})
         title = f"design {design[:12]}…" if design else "design unknown (unreadable folders)"
-        if ids:
-            title += f" ({', '.join(ids)} {', '.join(f'v{v}' for v in versions)})"
+        title += _versions([*runs, *old])
         out += ["", title]
         for variant in sorted({r.variant for r in [*runs, *old] if not r.problem}):
             group = [r for r in runs if r.variant == variant and not r.problem]
@@ -57,6 +54,19 @@ def registry_lines(reg: Registry) -> list[str]:
         out += ["", "declarations"]
         out += [f"  {line}" for line in declaration_lines(reg)]
     return out
+
+
+def _versions(runs: list[RunEntry]) -> str:
+    """`` (context-position-similar v4, v5; pilots v2)``: the versions run, pilots apart."""
+    ids = sorted({r.protocol_id for r in runs if r.protocol_id})
+    if not ids:
+        return ""
+    main = sorted({r.version for r in runs if r.version is not None and not r.pilot})
+    pilots = sorted({r.version for r in runs if r.version is not None and r.pilot})
+    text = f" ({', '.join(ids)}"
+    text += f" {', '.join(f'v{v}' for v in main)}" if main else ""
+    text += f"; pilots {', '.join(f'v{v}' for v in pilots)}" if pilots else ""
+    return text + ")"
 
 
 def declaration_lines(reg: Registry) -> list[str]:

@@ -7,6 +7,7 @@ never hides the rest of the record.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,15 +57,18 @@ class RunEntry:
         return f"{self.decision} ({self.result})" if self.result else str(self.decision)
 
 
-def read_entry(run_dir: Path, shown: str, pilot_design: str | None = None) -> RunEntry:
-    """Read one run folder; ``pilot_design`` is the design a pilot calibrates (its group)."""
+def read_entry(
+    run_dir: Path, shown: str, pilot_design: str | None = None, root: Path | None = None
+) -> RunEntry:
+    """Read one run folder; ``pilot_design`` is the design a pilot calibrates (its group), and
+    ``root`` the folder its declaration is shown relative to (default: the run folder)."""
     try:
-        return _read(run_dir, shown, pilot_design)
+        return _read(run_dir, shown, pilot_design, root)
     except (NeedlepointError, OSError, ValueError) as exc:
         return RunEntry(path=shown, pilot=pilot_design is not None, problem=str(exc)[:300])
 
 
-def _read(run_dir: Path, shown: str, pilot_design: str | None) -> RunEntry:
+def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None) -> RunEntry:
     from needlepoint.design.identity import design_fingerprint
     from needlepoint.design.prepared import frozen_model
     from needlepoint.design.profiles import body_profile
@@ -109,12 +113,24 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None) -> RunEntry:
         complete_cases=complete,
         planned_cases=cases,
         audit=audited,
-        declaration="none" if ref is None else f"`{ref.path}` (sha256 {ref.sha256[:12]}…)",
+        declaration="none"
+        if ref is None
+        else f"`{_shown(run_dir, ref.path, root)}` (sha256 {ref.sha256[:12]}…)",
         declaration_sha256=None if ref is None else ref.sha256,
         journal_sha256=chain.head,
         answers=answers,
         requests=frozenset(sha_of.values()),
     )
+
+
+def _shown(run_dir: Path, path: str, root: Path | None) -> str:
+    """The declaration's path as seen from ``root`` (as run.json has it without one)."""
+    if root is None:
+        return path
+    try:
+        return Path(os.path.relpath((run_dir / path).resolve(), root.resolve())).as_posix()
+    except ValueError:
+        return path
 
 
 def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None]:
