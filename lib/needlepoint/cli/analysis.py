@@ -68,12 +68,9 @@ def _study_record(args: argparse.Namespace, out: Path) -> list[str]:
 
 def _shown(path: Path) -> str:
     """A path as the user gave it, made relative when absolute, so output has no machine paths."""
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.name
+    from needlepoint.study.record import display
+
+    return display(path)
 
 
 def _cmd_power(args: argparse.Namespace) -> int:

@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import needlepoint
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import read_json, sha256_hex, write_bytes_atomic
+from needlepoint.jsonio import sha256_hex, write_bytes_atomic
 from needlepoint.run.clock import SIM_EPOCH, iso_utc, parse_iso_utc
 from needlepoint.run.declaration import (
     DECLARATION_FORMAT,
@@ -31,7 +30,7 @@ from needlepoint.run.declaration import (
     read_declaration,
 )
 from needlepoint.schema import document_bytes
-from needlepoint.study.scan import scan
+from needlepoint.study.scan import lenient_field, lenient_json, scan
 
 # A plan is prose; anything larger is not one (and would bloat every declaration that cites it).
 MAX_PLAN_BYTES = 1 << 20
@@ -57,19 +56,6 @@ def read_plan(path: str | Path) -> PlanText:
     return PlanText(p.name, sha256_hex(data), text)
 
 
-def _get(value: Any, *keys: str) -> Any:
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
-def _lenient(path: Path) -> Any:
-    try:
-        return read_json(path)
-    except NeedlepointError:
-        return None
-
-
 def journal_head(run_dir: Path, shown: str, pilot: bool) -> JournalHead:
     """One journal as it stands: record count, final hash, attempts, outcomes, latest time."""
     from needlepoint.run.journal import read_chain
@@ -83,7 +69,7 @@ def journal_head(run_dir: Path, shown: str, pilot: bool) -> JournalHead:
                 latest = t
         except (ValueError, OverflowError, OSError):
             continue
-    declaration = _get(_lenient(run_dir / "run.json"), "declaration", "sha256")
+    declaration = lenient_field(lenient_json(run_dir / "run.json"), "declaration", "sha256")
     return JournalHead(
         path=shown,
         kind="pilot" if pilot else "run",
@@ -105,8 +91,11 @@ def heads_under(root: Path) -> tuple[tuple[JournalHead, ...], tuple[AnalysisHead
     )
     analyses = []
     for rel in found.analyses:
-        doc = _lenient(root / rel / "analysis.json")
-        journal, decision = _get(doc, "run", "journal_sha256"), _get(doc, "primary", "decision")
+        doc = lenient_json(root / rel / "analysis.json")
+        journal, decision = (
+            lenient_field(doc, "run", "journal_sha256"),
+            lenient_field(doc, "primary", "decision"),
+        )
         analyses.append(
             AnalysisHead(
                 rel,

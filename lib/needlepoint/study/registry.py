@@ -11,12 +11,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json
 from needlepoint.study.runs import RunEntry, pilot_design_of, read_entry
-from needlepoint.study.scan import Found, scan
+from needlepoint.study.scan import Found, lenient_field, lenient_json, scan
 
 
 @dataclass(frozen=True)
@@ -77,26 +76,13 @@ def _prepared_of(run_dir: Path) -> Path | None:
         return None
 
 
-def _get(value: Any, *keys: str) -> Any:
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
-def _read(path: Path) -> Any:
-    try:
-        return read_json(path)
-    except NeedlepointError:
-        return None
-
-
 def _analyses(base: Path, found: Found) -> list[Item]:
     out = []
     for rel in found.analyses:
-        doc = _read(base / rel / "analysis.json")
-        design = _get(doc, "protocol", "design_fingerprint")
-        decision = _get(doc, "primary", "decision")
-        journal = _get(doc, "run", "journal_sha256")
+        doc = lenient_json(base / rel / "analysis.json")
+        design = lenient_field(doc, "protocol", "design_fingerprint")
+        decision = lenient_field(doc, "primary", "decision")
+        journal = lenient_field(doc, "run", "journal_sha256")
         text = f"{decision} (journal {str(journal)[:12]}…)" if decision else "unreadable"
         out.append(Item("analysis", rel, design if isinstance(design, str) else "", text))
     return out
@@ -105,11 +91,13 @@ def _analyses(base: Path, found: Found) -> list[Item]:
 def _comparisons(base: Path, found: Found) -> list[Item]:
     out = []
     for rel in found.comparisons:
-        doc = _read(base / rel / "comparison.json")
-        runs = _get(doc, "runs")
-        design = _get(doc, "design_fingerprint")
+        doc = lenient_json(base / rel / "comparison.json")
+        runs = lenient_field(doc, "runs")
+        design = lenient_field(doc, "design_fingerprint")
         n = len(runs) if isinstance(runs, list) else 0
-        decisions = "; ".join(str(_get(r, "decision")) for r in runs or [] if isinstance(r, dict))
+        decisions = "; ".join(
+            str(lenient_field(r, "decision")) for r in runs or [] if isinstance(r, dict)
+        )
         out.append(
             Item(
                 "comparison",
@@ -124,10 +112,10 @@ def _comparisons(base: Path, found: Found) -> list[Item]:
 def _calibrations(base: Path, found: Found) -> list[Item]:
     out = []
     for rel in found.calibrations:
-        doc = _read(base / rel)
-        design = _get(doc, "design", "design_fingerprint")
-        verdict, version = _get(doc, "verdict"), _get(doc, "protocol_version")
-        cases = _get(doc, "recommended_cases")
+        doc = lenient_json(base / rel)
+        design = lenient_field(doc, "design", "design_fingerprint")
+        verdict, version = lenient_field(doc, "verdict"), lenient_field(doc, "protocol_version")
+        cases = lenient_field(doc, "recommended_cases")
         text = f"{verdict}" + (f": v{version}, {cases} cases" if version is not None else "")
         out.append(Item("calibration", rel, design if isinstance(design, str) else "", text))
     return out
@@ -140,12 +128,12 @@ def _unrun(base: Path, found: Found, used: set[Path | None]) -> list[Item]:
     for rel in found.prepared:
         if (base / rel).resolve() in used:
             continue
-        protocol = _read(base / rel / "protocol.json")
+        protocol = lenient_json(base / rel / "protocol.json")
         try:
             design = design_fingerprint(protocol)
         except (KeyError, TypeError, ValueError):
             design = ""
-        version = _get(protocol, "version")
+        version = lenient_field(protocol, "version")
         out.append(Item("prepared", rel, design, f"v{version}, no run"))
     return out
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from needlepoint.errors import NeedlepointError
 
@@ -121,3 +122,21 @@ def _marked(path: Path) -> str | None:
     if "protocol_id" in value and isinstance(value.get("seeds"), dict):
         return "protocols"
     return None
+
+
+def lenient_field(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]…`` of a JSON value, or None where any step is missing or not an object."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def lenient_json(path: Path) -> Any:
+    """A JSON file's value, or None when it cannot be read: listing a record never fails on
+    one damaged file (the audit and the readers are where it is refused)."""
+    from needlepoint.jsonio import read_json
+
+    try:
+        return read_json(path)
+    except NeedlepointError:
+        return None
