@@ -104,4 +104,5 @@ def history_runs(root: Path, present: set[str]) -> tuple[list[RunEntry], str]:
                 continue  # the same journal is still on the record (or listed already)
             seen.add(entry.journal_sha256)
             entries.append(entry)
+    note += f"; {len(entries)} in history only (any other is still on record in the tree)"
     return entries, note
