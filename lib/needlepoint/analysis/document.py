@@ -169,14 +169,19 @@ def analyze_run(
     figures: bool = True,
 ) -> Analysis:
     """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
-    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
-
     target = Path(run_dir) / "analysis" if out_dir is None else out_dir
     inp = from_run(run_dir, prepared_dir)
-    # A run started under a declaration shows its chain (nothing is added without one).
-    declared = run_declaration(Path(run_dir)) is not None
-    record = run_chain_lines(Path(run_dir), Path(target)) if declared else []
-    return analyze(inp, target, figures, record)
+    return analyze(inp, target, figures, declaration_record(run_dir, target))
+
+
+def declaration_record(run_dir: str | Path, out_dir: str | Path) -> list[str]:
+    """A declared run's declaration chain for summary.md (paths as seen from ``out_dir``);
+    nothing for a run started without one."""
+    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+
+    if run_declaration(Path(run_dir)) is None:
+        return []
+    return run_chain_lines(Path(run_dir), Path(out_dir))
 
 
 def analyze_results(

@@ -25,13 +25,16 @@ _TIMEOUT_S = 60
 
 
 def _git(top: Path, *args: str, text: bool = True) -> str | bytes:
-    done = subprocess.run(
-        ["git", "-C", str(top), *args],
-        capture_output=True,
-        text=text,
-        timeout=_TIMEOUT_S,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(top), *args],
+            capture_output=True,
+            text=text,
+            timeout=_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:  # no git, or it hung past the bound
+        raise NeedlepointError(f"git {args[0]}: {type(exc).__name__}") from None
     if done.returncode != 0:
         err = done.stderr if text else done.stderr.decode("utf-8", "replace")
         raise NeedlepointError(f"git {args[0]}: {str(err).strip()[:200]}")
