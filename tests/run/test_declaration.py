@@ -159,3 +159,35 @@ def test_a_damaged_declaration_is_refused_before_anything_is_sent(
     with pytest.raises(NeedlepointError, match=r"plan\.sha256: does not match"):
         _simulated(reference_dir, tmp_path / "run", decl)
     assert not (tmp_path / "run" / "journal.jsonl").exists()
+
+
+def test_every_run_of_a_sweep_is_started_under_its_declaration(
+    reference_dir: Path, tmp_path: Path
+) -> None:
+    from needlepoint.cli.app import main
+
+    (tmp_path / "prepared").symlink_to(reference_dir)
+    decl = _declare(tmp_path)
+    runs = [
+        {
+            "name": n,
+            "prepared": "prepared",
+            "run_dir": f"runs/{n}",
+            "allow": 8,
+            "simulate": "perfect",
+        }
+        for n in ("a", "b")
+    ]
+    sweep = {"format": "needlepoint-sweep", "version": 1, "runs": runs}
+    path = tmp_path / "SWEEP.json"
+    path.write_text(json.dumps(sweep), encoding="utf-8")
+    assert main(["sweep", str(path), "--no-progress", "--declaration", str(decl)]) == 0
+    for name in ("a", "b"):
+        run = tmp_path / "runs" / name
+        saved = json.loads((run / "run.json").read_text("utf-8"))["declaration"]
+        assert saved == {"path": "../../declaration.json", "sha256": file_sha256(decl)}
+        assert records(run)[0]["declaration_sha256"] == file_sha256(decl)
+        assert audit_run(run).ok
+    # A damaged declaration refuses the whole sweep before any run starts.
+    decl.write_text("{", encoding="utf-8")
+    assert main(["sweep", str(path), "--no-progress", "--declaration", str(decl)]) == 2
