@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.results import make_input, make_prepared, middle_loss
 
-from needlepoint.analysis.document import analyze, build_document
+from needlepoint.analysis.document import analyze, build_document, declaration_record
 from needlepoint.analysis.inputs import from_run
 from needlepoint.analysis.record import (
     ANALYSIS_VERSION,
@@ -46,7 +46,9 @@ def test_the_analysis_rebuilds_the_committed_document(folder: str) -> None:
     doc = build_document(from_run(root / "run", root / "prepared"))
     assert to_json(doc) == (root / "analysis" / "analysis.json").read_bytes()
     assert doc == read_document(root / "analysis" / "analysis.json")
-    assert summary_markdown(doc) == (root / "analysis" / "summary.md").read_text("utf-8")
+    record = declaration_record(root / "run", root / "analysis")  # the study record's lines
+    summary = (root / "analysis" / "summary.md").read_text("utf-8")
+    assert summary_markdown(doc, record) == summary
 
 
 @pytest.mark.parametrize(

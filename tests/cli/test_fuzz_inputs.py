@@ -24,7 +24,7 @@ from needlepoint.cli.app import build_parser
 
 # Examples per group, fixed: each runs every command that reads the group (about 0.3-1 s each
 # on an idle core), so the whole file stays near a minute on two busy cores under -n 2.
-BUDGET = {"prepared": 12, "run": 16, "contamination": 30, "sweep": 3}
+BUDGET = {"prepared": 12, "run": 16, "contamination": 30, "sweep": 3, "declaration": 8}
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,7 @@ test_damaged_prepared_inputs_never_crash_a_command = _make("prepared")
 test_damaged_run_inputs_never_crash_a_command = _make("run")
 test_damaged_contamination_inputs_never_crash_a_command = _make("contamination")
 test_damaged_sweep_inputs_never_crash_a_command = _make("sweep")
+test_damaged_declaration_inputs_never_crash_a_command = _make("declaration")
 
 
 def _sub_commands(parser, prefix: str = "") -> set[str]:

@@ -33,8 +33,9 @@ def test_notebooks_run_in_the_sources_folder_write_under_work(
         NotebookClient(nb, kernel_name="needlepoint", resources=where).execute()
     assert sorted(p.name for p in folder.iterdir()) == sorted([*before, paths.WORK_DIR])
     work = folder / paths.WORK_DIR
-    assert sorted(p.name for p in work.iterdir()) == ["prepared", "run"]
+    assert sorted(p.name for p in work.iterdir()) == ["declarations", "prepared", "run"]
     assert (work / "prepared" / "manifest.json").is_file()
+    assert (work / "declarations" / "run-declaration.json").is_file()  # 03 declared first
     assert (work / "run" / "results.csv").is_file()  # 03 found 02's prepared folder under work/
     ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert f"/notebooks/{paths.WORK_DIR}/" in ignored

@@ -29,11 +29,14 @@ PREPARED_FILES += ("manifest.json",)
 RUN_FILES = ("run.json", "journal.jsonl", "journal.head.json", "context_manifest.json")
 RUN_FILES += ("results.csv",)
 CONTAMINATION_FILES = ("reference.csv", "discards.csv", "runs.csv", "results.jsonl", "context.json")
+# The fixture's run was started under this declaration (`declare`), made from this plan.
+DECLARATION_FILES = ("declaration.json", "plan.md")
 GROUPS = {
     "prepared": PREPARED_FILES,
     "run": RUN_FILES,
     "contamination": CONTAMINATION_FILES,
     "sweep": ("SWEEP.json",),
+    "declaration": DECLARATION_FILES,
 }
 
 
@@ -79,6 +82,7 @@ def _resume(s: Paths, _: Path) -> list[str]:
     return [
         *["run", str(s.prepared), "--allow", "64", "--run-dir", str(s.run)],
         *["--simulate", "faulty", "--input-rate", "1", "--output-rate", "2", "--no-progress"],
+        *["--declaration", str(s.root / "declaration.json")],
     ]
 
 
@@ -87,7 +91,8 @@ def _ctx(s: Paths) -> str:
 
 
 P, R, C, S = ("prepared",), ("prepared", "run"), ("contamination",), ("sweep",)
-ALL = ("prepared", "run", "contamination", "sweep")
+D = ("declaration",)
+ALL = ("prepared", "run", "contamination", "sweep", "declaration")
 # In the order they run on one damaged copy: readers first, then what writes into the copy
 # (results, a resumed run), so every reader meets the damage as it was made.
 COMMANDS: tuple[Command, ...] = (
@@ -119,9 +124,23 @@ COMMANDS: tuple[Command, ...] = (
             *["--simulate", "perfect", "--no-progress"],
         ],
     ),
-    Command("audit-run", R, lambda s, _: ["audit-run", str(s.run)]),
+    Command("audit-run", (*R, *D), lambda s, _: ["audit-run", str(s.run)]),
     Command(
-        "analyze", R, lambda s, w: ["analyze", str(s.run), "--no-figures", "--out", str(w / "a1")]
+        "analyze",
+        (*R, *D),
+        lambda s, w: [
+            *["analyze", str(s.run), "--no-figures", "--out", str(w / "a1")],
+            *["--evidence-root", str(s.root)],
+        ],
+    ),
+    Command("registry", (*R, *D), lambda s, _: ["registry", str(s.root)]),
+    Command(
+        "declare",
+        ("run", *D),
+        lambda s, w: [
+            *["declare", str(s.root / "plan.md"), "--out", str(w / "amendment.json")],
+            *["--amends", str(s.root / "declaration.json"), "--evidence-root", str(s.root)],
+        ],
     ),
     Command(
         "analyze",
@@ -140,7 +159,7 @@ COMMANDS: tuple[Command, ...] = (
         ],
     ),
     Command("results", R, lambda s, _: ["results", str(s.run)]),
-    Command("run", R, _resume),
+    Command("run", (*R, *D), _resume),
     Command("sweep", S, lambda s, _: ["sweep", str(s.root / "SWEEP.json"), "--no-progress"]),
     Command(
         "contamination overlap",
@@ -217,10 +236,14 @@ def build_fixture(root: Path) -> Paths:
     root.mkdir(parents=True, exist_ok=True)
     (root / "small.json").write_text(json.dumps(SMALL), encoding="utf-8")
     _ok(["prepare", "--out", str(paths.prepared), "--protocol", str(root / "small.json")])
+    (root / "plan.md").write_text("# Plan\n\nOne faulty simulated run.\n", encoding="utf-8")
+    declaration = str(root / "declaration.json")
+    _ok(["declare", str(root / "plan.md"), "--out", declaration, "--evidence-root", str(root)])
     _ok(
         [
             *["run", str(paths.prepared), "--allow", "40", "--run-dir", str(paths.run)],
             *["--simulate", "faulty", "--input-rate", "1", "--output-rate", "2", "--no-progress"],
+            *["--declaration", declaration],
         ]
     )
     _ok(["results", str(paths.run)])

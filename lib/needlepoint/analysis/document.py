@@ -6,6 +6,7 @@ absolute paths, so re-running it gives the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -165,8 +166,17 @@ def write_figures(doc: AnalysisDocument, inp: AnalysisInput, out: Path) -> None:
     position_lines(doc.effects.positions, out / FIGURES["positions"], sim)
 
 
-def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True) -> Analysis:
-    """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures."""
+def analyze(
+    inp: AnalysisInput,
+    out_dir: str | Path | None,
+    figures: bool = True,
+    record: Sequence[str] = (),
+) -> Analysis:
+    """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures.
+
+    ``record``: the study record's lines for summary.md (a run's declaration chain, other runs
+    of its design on record); they never enter analysis.json or the decision.
+    """
     from needlepoint.analysis.summary import summary_markdown
 
     doc = build_document(inp)
@@ -179,7 +189,7 @@ def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True
     else:
         doc = replace(doc, figures={})
     write_bytes_atomic(out / "analysis.json", to_json(doc))
-    write_bytes_atomic(out / "summary.md", summary_markdown(doc).encode("utf-8"))
+    write_bytes_atomic(out / "summary.md", summary_markdown(doc, record).encode("utf-8"))
     return Analysis(doc, out)
 
 
@@ -191,7 +201,18 @@ def analyze_run(
 ) -> Analysis:
     """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
     target = Path(run_dir) / "analysis" if out_dir is None else out_dir
-    return analyze(from_run(run_dir, prepared_dir), target, figures)
+    inp = from_run(run_dir, prepared_dir)
+    return analyze(inp, target, figures, declaration_record(run_dir, target))
+
+
+def declaration_record(run_dir: str | Path, out_dir: str | Path) -> list[str]:
+    """A declared run's declaration chain for summary.md (paths as seen from ``out_dir``);
+    nothing for a run started without one."""
+    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+
+    if run_declaration(Path(run_dir)) is None:
+        return []
+    return run_chain_lines(Path(run_dir), Path(out_dir))
 
 
 def analyze_results(

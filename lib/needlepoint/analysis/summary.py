@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from needlepoint.analysis.decision import SIMULATION_BANNER
 from needlepoint.analysis.markdown import cell, markdown_table
 from needlepoint.analysis.record import AnalysisDocument
@@ -42,8 +44,17 @@ def _decision_lines(doc: AnalysisDocument) -> list[str]:
     return lines
 
 
-def summary_markdown(doc: AnalysisDocument) -> str:
-    """Render analysis.json as summary.md; a simulated run says so on the first line."""
+def study_record_section(record: Sequence[str]) -> list[str]:
+    """The study record's lines (declaration chain, other runs on record) under their heading;
+    nothing when there is nothing to say. The lines come from the caller, finished."""
+    return ["## The study record", "", *record, ""] if record else []
+
+
+def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
+    """Render analysis.json as summary.md; a simulated run says so on the first line.
+
+    ``record``: the study record's lines (see ``study_record_section``), appended last.
+    """
     from needlepoint.analysis.headline import headline_markdown
     from needlepoint.analysis.summary_panels import (
         LEGEND,
@@ -188,4 +199,4 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         lines += ["## Figures", ""]
         lines += [f"![{name}]({file})" for name, file in doc.figures.items()]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, *study_record_section(record)])

@@ -33,7 +33,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         default_out = Path(names[0]) / "analysis"
     refuse_pooling(inputs, names)
     out = Path(args.out) if args.out else default_out
-    result = analyze(inputs[0], out, figures=not args.no_figures)
+    record = _study_record(args, out)
+    result = analyze(inputs[0], out, figures=not args.no_figures, record=record)
     doc = result.document
     if doc.simulation:
         print(doc.label)
@@ -51,19 +52,28 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         )
     for caveat in doc.caveats:
         print(f"caveat: {caveat}")
+    for line in record:
+        print(line)
     where = _shown(out)
     print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc.figures)} figures")
     return 0
 
 
+def _study_record(args: argparse.Namespace, out: Path) -> list[str]:
+    """The run's declaration chain and the other runs of its design and model on record."""
+    from needlepoint.study.record import evidence_root, study_record
+
+    if args.results:
+        return []  # a results table names no run folder, so no declaration and no record
+    root = evidence_root(args.evidence_root, args.run_dirs[0])
+    return study_record(args.run_dirs, root, out)
+
+
 def _shown(path: Path) -> str:
     """A path as the user gave it, made relative when absolute, so output has no machine paths."""
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.name
+    from needlepoint.study.record import display
+
+    return display(path)
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
@@ -119,6 +129,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--prepared", metavar="DIR", help="prepared folder (required with --results)")
     a.add_argument("--out", metavar="DIR", help="output folder (default: RUNDIR/analysis)")
     a.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    a.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="where other runs of the design are on record (default: the nearest folder "
+        "named evidence holding RUNDIR)",
+    )
     a.set_defaults(func=_cmd_analyze)
 
     p = sub.add_parser(

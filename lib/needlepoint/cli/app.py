@@ -24,6 +24,7 @@ PROVIDERS = (
     "needlepoint.cli.analysis",
     "needlepoint.cli.compare",
     "needlepoint.cli.pilot",
+    "needlepoint.cli.study",
     "needlepoint.cli.contamination",
     "needlepoint.cli.pipeline",
     "needlepoint.cli.local",

@@ -9,10 +9,23 @@ import argparse
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
-    from needlepoint.design.freeze import prepare
+    from pathlib import Path
 
-    out = prepare(args.out, args.protocol, model=args.model, body_profile=args.body_profile)
+    from needlepoint.design.freeze import load_protocol, prepare_protocol
+    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.study.fresh import check_fresh, check_version
+    from needlepoint.study.record import evidence_root
+
+    protocol = load_protocol(args.protocol, model=args.model, body_profile=args.body_profile)
+    # The study record: a version number and materials that no other design under the root has.
+    root = evidence_root(args.evidence_root, Path(args.out).parent)
+    fingerprint = design_fingerprint(protocol)
+    check_version(root, protocol["protocol_id"], protocol["version"], fingerprint, Path(args.out))
+    protocol, notes = check_fresh(protocol, root, args.reuse_materials)
+    out = prepare_protocol(args.out, protocol)
     print(f"prepared {out}")
+    for note in notes:
+        print(note)
     return 0
 
 
@@ -59,6 +72,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--body-profile",
         metavar="PROFILE",
         help="make a model variant with this body profile: chat, reasoning or completion",
+    )
+    p.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="the runs on record (default: the folder named evidence holding --out): a new "
+        "version must not reuse their version number or materials",
+    )
+    p.add_argument(
+        "--reuse-materials",
+        metavar="REASON",
+        help="allow a new version to reuse target names, codes or requests of a design already "
+        "run under the root; the reason is recorded in protocol.json (materials_reuse)",
     )
     p.set_defaults(func=_cmd_prepare)
     p = sub.add_parser("verify", help="regenerate a prepared folder and compare every byte")

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 
+from needlepoint.cli.run import add_declaration_flag
 from needlepoint.local.model import (
     MODELS,
     SERVER_DISTRIBUTION,
@@ -144,6 +145,7 @@ def _cmd_local_compare(args: argparse.Namespace) -> int:
             date=args.date,
             notebooks=not args.no_notebooks,
             progress="off" if args.no_progress else "auto",
+            declaration=args.declaration,
         )
     except KeyboardInterrupt:
         # The runner journalled the request in flight as interrupted; the server was stopped.
@@ -188,6 +190,7 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         "--no-notebooks", action="store_true", help="analyse and compare without the notebooks"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar during runs")
+    add_declaration_flag(p)
     p.set_defaults(func=_cmd_local_compare)
 
 
@@ -205,6 +208,8 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
         n_ctx=args.n_ctx,
         timeout_s=args.timeout_s,
         progress="off" if args.no_progress else "auto",
+        declaration=args.declaration,
+        version=args.version,
     )
     for line in result.lines():
         print(line)
@@ -224,6 +229,7 @@ def _cmd_local_run(args: argparse.Namespace) -> int:
         n_ctx=args.n_ctx,
         timeout_s=args.timeout_s,
         progress="off" if args.no_progress else "auto",
+        declaration=args.declaration,
     )
     for line in [*summary.lines(), *summary_lines(results)]:
         print(line)
@@ -247,6 +253,10 @@ def _register_pilot(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
     p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--version", type=int, help="the pilot protocol's version (default: design's + 1)"
+    )
+    add_declaration_flag(p)
     p.set_defaults(func=_cmd_local_pilot)
 
     r = sub.add_parser(
@@ -262,6 +272,7 @@ def _register_pilot(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
     r.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_declaration_flag(r)
     r.set_defaults(func=_cmd_local_run)
 
 

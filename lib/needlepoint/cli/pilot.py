@@ -37,11 +37,33 @@ def parse_band(text: str) -> tuple[float, float]:
     return low, high
 
 
+def check_pilot_version(
+    protocol: str | None, out: str, version: int | None, root: str | None
+) -> None:
+    """A new pilot's version must be one that no other design under the evidence root uses."""
+    from pathlib import Path
+
+    from needlepoint.pilot.folder import load_design
+    from needlepoint.pilot.record import PILOT_NAME
+    from needlepoint.study.fresh import check_version
+    from needlepoint.study.record import evidence_root
+
+    if (Path(out) / PILOT_NAME).exists():
+        return  # a resume: the version was chosen when the pilot was made
+    design = load_design(protocol)
+    wanted = design["version"] + 1 if version is None else version
+    found = evidence_root(root, Path(out).parent)
+    check_version(found, design["protocol_id"], wanted, exclude=Path(out))
+
+
 def _cmd_pilot(args: argparse.Namespace) -> int:
     from needlepoint.pilot.folder import run_pilot
 
     lengths = parse_ints("--lengths", args.lengths)
-    result = run_pilot(args.protocol, args.out, lengths, args.cases, run_options(args))
+    check_pilot_version(args.protocol, args.out, args.version, args.evidence_root)
+    result = run_pilot(
+        args.protocol, args.out, lengths, args.cases, run_options(args), version=args.version
+    )
     for line in result.lines():
         print(line)
     print(f"wrote {args.out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {args.out}")
@@ -49,14 +71,28 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
     from needlepoint.pilot.files import check_new, write_protocol, write_report
+    from needlepoint.pilot.record import read_pilot_record
     from needlepoint.pilot.report import calibration_lines
+    from needlepoint.study.fresh import check_version, records_for
+    from needlepoint.study.record import chain_record, evidence_root
 
     low, high = parse_band(args.band)
     for out in (args.out, args.report):
         if out is not None:
             check_new(out)
+    # The study record: the pilot's declaration chain; a version and materials seed that no
+    # design on record has.
+    root = evidence_root(args.evidence_root, args.pilot_dir)
+    design = read_pilot_record(args.pilot_dir).design
+    version = design.version + 2 if args.version is None else args.version
+    check_version(root, design.protocol_id, version)
+    run_dir = Path(args.pilot_dir) / "run"
+    for line in chain_record([run_dir], root, Path.cwd()):
+        print(line)
     options = CalibrationOptions(
         band_low=low,
         band_high=high,
@@ -67,7 +103,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         seed=args.seed,
         version=args.version,
     )
-    result = calibrate(args.pilot_dir, options)
+    records = records_for(root)
+    where = "nothing on record searched" if root is None else f"{len(records)} on record"
+    print(f"designs the new version's materials avoid: the pilot, {where}")
+    result = calibrate(args.pilot_dir, options, records)
     for line in calibration_lines(result.record):
         print(line)
     if args.report:
@@ -119,6 +158,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
     p.add_argument("--lengths", required=True, help="background lengths to try, e.g. 12,24,48")
     p.add_argument("--cases", type=_positive_int, required=True, help="pilot cases")
+    p.add_argument(
+        "--version", type=_positive_int, help="the pilot protocol's version (default: design's + 1)"
+    )
+    add_evidence_root(p)
     add_run_flags(p)
     p.set_defaults(func=_cmd_pilot)
 
@@ -151,4 +194,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--version", type=_positive_int, help="new version (default: design's + 2)")
     c.add_argument("--report", help="also write the calibration record here (JSON)")
     c.add_argument("--figures", metavar="DIR", help="also draw the accuracy and power figures")
+    add_evidence_root(c)
     c.set_defaults(func=_cmd_calibrate)
+
+
+def add_evidence_root(p: argparse.ArgumentParser) -> None:
+    """``--evidence-root ROOT``: the runs on record (default: the folder named evidence above)."""
+    p.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="the runs on record (default: the nearest folder named evidence holding the "
+        "input); versions and materials on record are not reused",
+    )

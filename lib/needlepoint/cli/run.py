@@ -50,6 +50,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         output_rate=args.output_rate,
         cost_cap=args.cost_cap,
         allow_insecure_http=args.allow_insecure_http,
+        declaration=args.declaration,
     )
 
 
@@ -64,10 +65,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    import dataclasses
+    from pathlib import Path
+
     from needlepoint.run.sweep import run_sweep
     from needlepoint.run.sweep_spec import read_sweep
 
-    summary = run_sweep(read_sweep(args.sweep), "off" if args.no_progress else "auto")
+    planned = read_sweep(args.sweep)
+    if args.declaration is not None:
+        # Resolved here: each worker checks it, and records it relative to its own run folder.
+        declared = Path(args.declaration).resolve()
+        planned = [dataclasses.replace(p, declaration=declared) for p in planned]
+    summary = run_sweep(planned, "off" if args.no_progress else "auto")
     for run in summary.runs:
         for line in run.lines:
             print(f"[{run.name}] {line}", file=sys.stdout if run.state == "done" else sys.stderr)
@@ -126,6 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "each run. Format: docs/runner.md.",
     )
     w.add_argument("sweep", metavar="SWEEP.json", help="the sweep file")
+    add_declaration_flag(w)
     w.add_argument("--no-progress", action="store_true", help="no progress lines")
     w.set_defaults(func=_cmd_sweep)
 
@@ -176,3 +186,14 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-rate", type=float, help="money per million completion tokens")
     p.add_argument("--cost-cap", type=float, help="stop before spending more than this")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_declaration_flag(p)
+
+
+def add_declaration_flag(p: argparse.ArgumentParser) -> None:
+    """``--declaration DECL.json``: the declaration a run is started under (`declare`)."""
+    p.add_argument(
+        "--declaration",
+        metavar="DECL.json",
+        help="start under this declaration (needlepoint declare): its SHA-256 goes into run.json "
+        "and the journal's first record, before the first request",
+    )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from needlepoint.compare.build import FIGURES, build_comparison
+from needlepoint.compare.build import FIGURES, build_comparison, relative
 from needlepoint.compare.record import ComparisonDocument, to_json
 from needlepoint.compare.runs import load_runs
 from needlepoint.compare.summary import comparison_markdown, run_name
@@ -108,8 +108,13 @@ def compare_runs(
     *,
     allow_simulated: bool = False,
     figures: bool = True,
+    record: Sequence[str] | None = None,
 ) -> Comparison:
-    """Check and analyse each run alone, then write the comparison folder."""
+    """Check and analyse each run alone, then write the comparison folder.
+
+    ``record``: the study record's lines for comparison.md; by default each run's declaration
+    chain, for runs started under one (nothing for runs without).
+    """
     out = Path(out_dir)
     runs = load_runs(run_dirs, allow_simulated)
     if out.exists() and not out.is_dir():
@@ -119,5 +124,20 @@ def compare_runs(
     if figures:
         write_figures(doc, out)
     write_bytes_atomic(out / "comparison.json", to_json(doc))
-    write_bytes_atomic(out / "comparison.md", comparison_markdown(doc).encode("utf-8"))
+    if record is None:
+        record = declaration_record(run_dirs, out)
+    text = comparison_markdown(doc, record)
+    write_bytes_atomic(out / "comparison.md", text.encode("utf-8"))
     return Comparison(doc, out)
+
+
+def declaration_record(run_dirs: Sequence[str | Path], out: Path) -> list[str]:
+    """Each declared run's chain, paths shown from the comparison folder; [] when none is."""
+    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+
+    lines: list[str] = []
+    for run_dir in run_dirs:
+        if run_declaration(Path(run_dir)) is not None:
+            shown = relative(Path(run_dir), out)
+            lines += [*run_chain_lines(Path(run_dir), out, shown=shown), ""]
+    return lines[:-1]

@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Sequence
 
 from needlepoint.analysis.markdown import markdown_table
+from needlepoint.analysis.summary import study_record_section
 from needlepoint.compare.record import ComparedCell, ComparedRun, ComparisonDocument
 
 
@@ -115,8 +116,11 @@ def _item(line: str) -> str:
     return f"  - {line.strip()}" if line.startswith("  ") else f"- {line}"
 
 
-def comparison_markdown(doc: ComparisonDocument) -> str:
-    """Render comparison.json as comparison.md; a simulation says so on the first line."""
+def comparison_markdown(doc: ComparisonDocument, record: Sequence[str] = ()) -> str:
+    """Render comparison.json as comparison.md; a simulation says so on the first line.
+
+    ``record``: the study record's lines (declaration chains, other runs on record), last.
+    """
     lines: list[str] = [f"# {doc.label}", ""] if doc.label else []
     lines += [
         f"# Comparison: {len(doc.runs)} runs of one design ({doc.protocol_id})",
@@ -174,4 +178,5 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
             ],
         ),
     ]
+    lines = [*lines, *study_record_section(record)]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -70,8 +70,12 @@ def run_local_compare(
     notebooks: bool = True,
     progress: str = "auto",
     say: Say = print,
+    declaration: str | Path | None = None,
 ) -> CompareOutcome:
-    """Prepare, run (or resume), audit, analyse and compare into ``<root>/<date>-<label>/``."""
+    """Prepare, run (or resume), audit, analyse and compare into ``<root>/<date>-<label>/``.
+
+    ``declaration``: every run is started under it (and a resume must name the same one).
+    """
     protocol_path = Path(protocol_file)
     if not protocol_path.is_file():
         raise NeedlepointError(f"{protocol_path}: protocol file not found")
@@ -79,7 +83,7 @@ def run_local_compare(
         raise NeedlepointError("local-compare needs at least two different packaged models")
     folder = evidence_folder(Path(evidence_root), label, date)
     layout = Layout(folder)
-    check_marker(layout, protocol_path, entrants, n_ctx)
+    check_marker(layout, protocol_path, entrants, n_ctx, declaration)
     design = prepare_variants(layout, protocol_path, entrants)
     say(f"{folder.name}: design fingerprint {design[:16]}…, {len(entrants)} model variants")
     live: dict[str, float] = {}
@@ -90,7 +94,7 @@ def run_local_compare(
             continue
         say(f"[{i}/{len(entrants)}] {entrant.key}: {done} of {planned} attempted; serving")
         start = time.perf_counter()
-        run_live(layout, entrant, n_ctx, timeout_s, progress, say)
+        run_live(layout, entrant, n_ctx, timeout_s, progress, say, declaration)
         live[entrant.key] = time.perf_counter() - start
         say(f"[{i}/{len(entrants)}] {entrant.key}: complete in {live[entrant.key] / 60:.1f} min")
     finish(layout, entrants, protocol_path, Path(notebooks_dir), notebooks, say)
@@ -208,7 +212,13 @@ def token_check(prepared_dir: Path, server: Any) -> str:
 
 
 def run_live(
-    layout: Layout, entrant: Entrant, n_ctx: int, timeout_s: float, progress: str, say: Say
+    layout: Layout,
+    entrant: Entrant,
+    n_ctx: int,
+    timeout_s: float,
+    progress: str,
+    say: Say,
+    declaration: str | Path | None = None,
 ) -> None:
     """Serve one model, check its token counts, and run (or resume) its variant completely."""
     from needlepoint.run.loop import run_protocol
@@ -234,6 +244,7 @@ def run_live(
             override_reason=OVERRIDE_REASON,
             timeout_s=timeout_s,
             run_meta={"local_server": facts},
+            declaration=None if declaration is None else str(declaration),
         )
         summary = run_protocol(prepared, run_dir, options)
     for line in summary.lines():
@@ -281,5 +292,7 @@ def finish(
         runs = [layout.run(e) for e in entrants]
         for line in compare_runs(runs, layout.comparison).lines():
             say(line)
-    write_readme(layout, entrants, audits)
+    from needlepoint.local.compare_effects import readme_sections
+
+    write_readme(layout, entrants, audits, readme_sections(layout, entrants, layout.root.parent))
     say(f"wrote {layout.root / 'README.md'}")

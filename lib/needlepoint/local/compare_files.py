@@ -72,12 +72,19 @@ def evidence_folder(root: Path, label: str, date: str | None) -> Path:
     return found[0] if found else root / f"{dt.date.today():%Y%m%d}-{label}"
 
 
-def marker_record(protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int) -> dict[str, Any]:
-    """What the folder is made from; model aliases come from the packaged-model table."""
+def marker_record(
+    protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int, declared: Any = None
+) -> dict[str, Any]:
+    """What the folder is made from; model aliases come from the packaged-model table.
+
+    ``declared``: the declaration the runs are started under; its SHA-256 is recorded (the key
+    is absent without one, as in folders made before declarations existed).
+    """
     from needlepoint.jsonio import sha256_hex
     from needlepoint.local.model import model_spec
 
-    return {
+    extra = {} if declared is None else {"declaration_sha256": declared.sha256}
+    return extra | {
         "format": MARKER_FORMAT,
         "kind": MARKER_KIND,
         "protocol_file": protocol_path.name,
@@ -92,12 +99,18 @@ def marker_record(protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int) 
 
 
 def check_marker(
-    layout: Layout, protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int
+    layout: Layout,
+    protocol_path: Path,
+    entrants: Sequence[Entrant],
+    n_ctx: int,
+    declaration: str | Path | None = None,
 ) -> None:
     """Write the record into a new folder; in an existing one, refuse anything else."""
     from needlepoint.jsonio import canonical_bytes, read_json, write_bytes_atomic
+    from needlepoint.run.declaration import read_declaration
 
-    wanted = marker_record(protocol_path, entrants, n_ctx)
+    declared = None if declaration is None else read_declaration(declaration)
+    wanted = marker_record(protocol_path, entrants, n_ctx, declared)
     path = layout.root / MARKER
     if path.is_file():
         saved = read_json(path)
@@ -146,8 +159,17 @@ def _score(run: Any, group: str) -> str:
     return f"{total.correct}/{total.valid} [{total.lenient_correct}], {total.not_valid} not valid"
 
 
-def readme_text(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, list[str]]) -> str:
-    """README.md for the evidence folder, from its record, comparison, journals and audits."""
+def readme_text(
+    layout: Layout,
+    entrants: Sequence[Entrant],
+    audits: dict[str, list[str]],
+    sections: Sequence[str] = (),
+) -> str:
+    """README.md for the evidence folder, from its record, comparison, journals and audits.
+
+    ``sections``: lines placed after the result (``compare_effects``: what each difference is
+    made of, and the other runs of the design on record).
+    """
     from needlepoint.compare.record import read_comparison
     from needlepoint.jsonio import read_json
 
@@ -180,7 +202,7 @@ def readme_text(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, l
             f"{r.complete_cases} of {r.planned_cases} | {diff} | {_score(r, 'answer present')} | "
             f"{_score(r, 'answer absent')} | {_failures(r.protocol_failures)} |"
         )
-    out += ["", "Reasons, caveats and every cell: `comparison/comparison.md`.", ""]
+    out += ["", "Reasons, caveats and every cell: `comparison/comparison.md`.", "", *sections]
     out += ["## Timing (from each journal)", ""]
     out += ["| model | sessions | first request to last answer | median s/request by length |"]
     out += ["|---|---|---|---|"]
@@ -228,8 +250,13 @@ def _present(root: Path, shown: str) -> bool:
     return any(root.glob(first))
 
 
-def write_readme(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, list[str]]) -> Path:
+def write_readme(
+    layout: Layout,
+    entrants: Sequence[Entrant],
+    audits: dict[str, list[str]],
+    sections: Sequence[str] = (),
+) -> Path:
     """Write README.md into the evidence folder."""
     path = layout.root / "README.md"
-    path.write_text(readme_text(layout, entrants, audits), encoding="utf-8")
+    path.write_text(readme_text(layout, entrants, audits, sections), encoding="utf-8")
     return path

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from needlepoint.errors import NeedlepointError
 from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
 from needlepoint.pilot.folder import PilotRun, run_pilot
 from needlepoint.pilot.record import RUN_DIR
@@ -48,6 +49,7 @@ def _served(
     timeout_s: float,
     progress: str,
     label: str,
+    declaration: str | None = None,
 ) -> Iterator[tuple[RunOptions, Callable[[Path], None]]]:
     """Serve the model; yield the live run options and the token check for a prepared folder."""
     from needlepoint.local.server import served_model, server_facts
@@ -68,6 +70,7 @@ def _served(
             timeout_s=timeout_s,
             progress=progress,
             run_meta={"local_server": server_facts(server)},
+            declaration=declaration,
         )
 
         def token_check(prepared: Path) -> None:
@@ -87,16 +90,33 @@ def run_local_pilot(
     n_ctx: int | None = None,
     timeout_s: float = 300.0,
     progress: str = "auto",
+    declaration: str | None = None,
+    version: int | None = None,
 ) -> PilotRun:
     """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it."""
     from needlepoint.pilot.folder import check_pilot_shape, load_design
 
     # Bad input is refused before a server starts.
     check_pilot_shape(load_design(protocol_file), lengths, cases)
+    _check_declaration(declaration)
     label = f"pilot-{Path(out_dir).name}"
     run_dir = Path(out_dir) / RUN_DIR
-    with _served(model, n_ctx, run_dir, allow, timeout_s, progress, label) as (options, check):
-        return run_pilot(protocol_file, out_dir, lengths, cases, options, before_run=check)
+    served = _served(model, n_ctx, run_dir, allow, timeout_s, progress, label, declaration)
+    with served as (options, check):
+        return run_pilot(
+            protocol_file, out_dir, lengths, cases, options, before_run=check, version=version
+        )
+
+
+def _check_declaration(declaration: str | None) -> None:
+    """A bad declaration is refused before a server starts."""
+    if declaration is not None:
+        from needlepoint.run.declaration import read_declaration
+
+        if read_declaration(declaration).record.simulation:
+            raise NeedlepointError(
+                f"{declaration}: made on a simulated clock; a live run needs a real declaration"
+            )
 
 
 def run_local(
@@ -108,17 +128,17 @@ def run_local(
     n_ctx: int | None = None,
     timeout_s: float = 300.0,
     progress: str = "auto",
+    declaration: str | None = None,
 ) -> tuple[RunSummary, Any]:
     """Serve ``model`` and run (or resume) a prepared folder live; results.csv after it."""
     from needlepoint.run.results import write_results
     from needlepoint.run.settings import check_prepared
 
     check_prepared(prepared_dir)  # verify and audit before a server starts
+    _check_declaration(declaration)
     label = f"run-{Path(run_dir).name}"
-    with _served(model, n_ctx, Path(run_dir), allow, timeout_s, progress, label) as (
-        options,
-        check,
-    ):
+    served = _served(model, n_ctx, Path(run_dir), allow, timeout_s, progress, label, declaration)
+    with served as (options, check):
         check(Path(prepared_dir))
         summary = run_protocol(prepared_dir, run_dir, options)
     return summary, write_results(run_dir, prepared_dir)

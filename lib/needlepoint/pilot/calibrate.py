@@ -31,7 +31,7 @@ from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.pilot import calibration_record as cr
 from needlepoint.pilot.folder import read_design
-from needlepoint.pilot.heldout import calibrated_seed
+from needlepoint.pilot.heldout import OnRecord, calibrated_seed
 from needlepoint.pilot.rates import pilot_model, unattainable
 from needlepoint.pilot.record import PREPARED_DIR, RUN_DIR, design_ref, read_pilot_record
 from needlepoint.pilot.stats import LengthCounts, length_counts
@@ -116,7 +116,8 @@ def calibrated_protocol(
     p = copy.deepcopy(design)
     p.update(version=version, lengths=list(lengths), cases=cases)
     p["seeds"] = dict(design["seeds"], materials=seed)
-    p.pop("rationale", None)
+    for free in ("rationale", "materials_reuse"):  # the design's own, not the new version's
+        p.pop(free, None)
     return p
 
 
@@ -167,8 +168,16 @@ def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInpu
     return record, design, from_run(folder / RUN_DIR, pilot=True)
 
 
-def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) -> Calibration:
-    """Read a pilot folder and apply the rules; the protocol is None unless one is recommended."""
+def calibrate(
+    pilot_dir: str | Path,
+    options: CalibrationOptions | None = None,
+    records: tuple[OnRecord, ...] = (),
+) -> Calibration:
+    """Read a pilot folder and apply the rules; the protocol is None unless one is recommended.
+
+    ``records``: the designs already run under the evidence root; the new version's materials
+    seed avoids them as it avoids the pilot (docs/pilot.md).
+    """
     o = options or CalibrationOptions()
     check_options(o)
     record, design, inp = load_pilot(pilot_dir)
@@ -260,6 +269,7 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
         design["seeds"]["materials"],
         pilot_protocol,
         lambda s: calibrated_protocol(design, chosen, cases, s, version),
+        records,
     )
     protocol = calibrated_protocol(design, chosen, cases, seed.seed, version)
     reason = (

@@ -59,14 +59,16 @@ def pilot_protocol(
     cases: int,
     seed: int,
     rationale: PilotRationale | None = None,
+    version: int | None = None,
 ) -> dict[str, Any]:
-    """The design on held-out materials: other seed, the pilot's lengths and cases, next version.
+    """The design on held-out materials: other seed, the pilot's lengths and cases, and the
+    next version (or ``version``, when the next one belongs to another design on record).
 
     Everything else (model, templates, runner, analysis) stays the design's, so the pilot
     measures the task the design will run.
     """
     p = copy.deepcopy(design)
-    p["version"] = design["version"] + 1
+    p["version"] = design["version"] + 1 if version is None else version
     p["lengths"] = list(lengths)
     p["cases"] = cases
     p["seeds"] = dict(design["seeds"], materials=seed)
@@ -78,6 +80,7 @@ def pilot_protocol(
         p["rationale"] = to_plain(rationale)
     else:
         p.pop("rationale", None)
+    p.pop("materials_reuse", None)  # the design's reason covers the design's materials only
     return p
 
 
@@ -113,14 +116,22 @@ class PilotRun:
 
 
 def create_pilot(
-    out: Path, design: dict[str, Any], lengths: tuple[int, ...], cases: int
+    out: Path,
+    design: dict[str, Any],
+    lengths: tuple[int, ...],
+    cases: int,
+    version: int | None = None,
 ) -> PilotRecord:
     """Prepare a new pilot folder: held-out seed, prepared folder, then pilot.json."""
     check_pilot_shape(design, lengths, cases)
+    if version is not None and version == design["version"]:
+        raise NeedlepointError(
+            f"--version {version}: a pilot's version must differ from the design's"
+        )
     ref = design_ref(design)
-    seed = pilot_seed(design, lambda s: pilot_protocol(design, lengths, cases, s))
+    seed = pilot_seed(design, lambda s: pilot_protocol(design, lengths, cases, s, None, version))
     rationale = PilotRationale(kind=PILOT_KIND, design=ref, materials_seed=seed)
-    protocol = pilot_protocol(design, lengths, cases, seed.seed, rationale)
+    protocol = pilot_protocol(design, lengths, cases, seed.seed, rationale, version)
     prepare_protocol(out / PREPARED_DIR, protocol)
     write_bytes_atomic(out / DESIGN_NAME, protocol_bytes(design))
     record = PilotRecord(
@@ -141,7 +152,9 @@ def create_pilot(
     return record
 
 
-def _check_same(record: PilotRecord, ref: DesignRef, lengths: tuple[int, ...], cases: int) -> None:
+def _check_same(
+    record: PilotRecord, ref: DesignRef, lengths: tuple[int, ...], cases: int, version: int | None
+) -> None:
     if record.design.protocol_sha256 != ref.protocol_sha256:
         raise NeedlepointError(
             f"{PILOT_NAME}: this pilot calibrates another design ({record.design.protocol_id} "
@@ -153,6 +166,11 @@ def _check_same(record: PilotRecord, ref: DesignRef, lengths: tuple[int, ...], c
             f"{PILOT_NAME}: this pilot has lengths {','.join(map(str, record.lengths))} and "
             f"{record.cases} cases; use a new --out for another shape"
         )
+    if version is not None and version != record.protocol_version:
+        raise NeedlepointError(
+            f"{PILOT_NAME}: this pilot's protocol is v{record.protocol_version}, not "
+            f"--version {version}; use a new --out"
+        )
 
 
 def run_pilot(
@@ -162,11 +180,13 @@ def run_pilot(
     cases: int,
     options: RunOptions,
     before_run: Callable[[Path], None] | None = None,
+    version: int | None = None,
 ) -> PilotRun:
     """Create (or resume) a pilot folder and run it; results.csv is written after the session.
 
     ``before_run`` is called with the pilot's prepared folder before any request (a local
-    server's token check, say); when it raises, nothing is sent.
+    server's token check, say); when it raises, nothing is sent. ``version``: the pilot
+    protocol's version (default: the design's + 1).
     """
     out = Path(out_dir)
     design = load_design(protocol_path)
@@ -175,11 +195,11 @@ def run_pilot(
     resumed = (out / PILOT_NAME).exists()
     if resumed:
         record = read_pilot_record(out)
-        _check_same(record, design_ref(design), lengths, cases)
+        _check_same(record, design_ref(design), lengths, cases, version)
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise NeedlepointError(f"{out}: exists, is not empty and has no {PILOT_NAME}")
     else:
-        record = create_pilot(out, design, lengths, cases)
+        record = create_pilot(out, design, lengths, cases, version)
     if before_run is not None:
         before_run(out / PREPARED_DIR)
     meta = {**(options.run_meta or {}), "pilot": True}
@@ -201,7 +221,12 @@ def read_design(folder: Path, record: PilotRecord) -> dict[str, Any]:
     protocol_mod.validate(design, str(path))
     rationale = PilotRationale(PILOT_KIND, record.design, record.materials_seed)
     expected = pilot_protocol(
-        design, record.lengths, record.cases, record.materials_seed.seed, rationale
+        design,
+        record.lengths,
+        record.cases,
+        record.materials_seed.seed,
+        rationale,
+        record.protocol_version,
     )
     prepared = load_prepared(folder / PREPARED_DIR)
     if prepared.protocol != expected or prepared.fingerprint != record.prepared_fingerprint:

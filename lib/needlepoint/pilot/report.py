@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from needlepoint.pilot import calibration_record as cr
+from needlepoint.pilot.heldout import RECORD_RULE
 
 SIMULATED = "SIMULATED pilot - not a model result"
 
@@ -98,7 +99,11 @@ def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
             f"{', '.join(map(str, rec.chosen_lengths))} and {rec.recommended_cases} cases "
             f"({rec.reason}); at the threshold itself power is {rec.power_at_threshold:.3f}"
         )
-        lines.append(f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials)")
+        also = " and from every design on record" if s.rule.endswith(RECORD_RULE) else ""
+        lines.append(
+            f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials{also})"
+        )
+        lines += [f"  seed attempt {r.attempt} rejected: {r.overlap}" for r in s.rejected]
     else:
         lines.append(f"NO PROTOCOL WRITTEN: {rec.verdict}: {rec.reason}")
     return lines

@@ -18,6 +18,7 @@ from needlepoint.design.prepared import frozen_model
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
+from needlepoint.run.audit_declaration import check_declaration
 from needlepoint.run.folder import (
     CONTEXT_NAME,
     RUN_NAME,
@@ -198,6 +199,10 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     if walk.pending is not None:
         audit.warnings.append(f"seq {walk.pending} has no outcome yet (the runner died)")
     _check_context(root, chain.records, prepared.fingerprint, audit)
+    found = check_declaration(root, run, chain.records)
+    audit.problems += found.problems
+    for name in found.passed:
+        audit.count(name)
     results = root / RESULTS_NAME
     if results.exists():
         audit.count("results.csv")

@@ -19,6 +19,7 @@ from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
+from needlepoint.run.declaration import reference
 from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest
 from needlepoint.run.run_record import (
     RUN_FORMAT,
@@ -37,7 +38,15 @@ CONTEXT_NAME = "context_manifest.json"
 PROVENANCE_NAME = "provenance.jsonl"
 LOCK_NAME = ".lock"
 # Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
-RESUME_FIXED = ("prepared_fingerprint", "simulation", "simulate", "model", "base_url")
+# A run's declaration is part of what it is: a resume must name the same one.
+RESUME_FIXED = (
+    "prepared_fingerprint",
+    "simulation",
+    "simulate",
+    "model",
+    "base_url",
+    "declaration",
+)
 
 
 def git_commit() -> dict[str, Any] | None:
@@ -197,6 +206,7 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         design_fingerprint=design_fingerprint(p.protocol),
         body_profile=body_profile(p.protocol),
         allow_insecure_http=True if s.allow_insecure_http else None,
+        declaration=None if s.declaration is None else reference(s.declaration, run_dir),
     )
 
 

@@ -191,6 +191,7 @@ class Session:
             output_rate=s.output_rate,
             cost_cap=s.cost_cap,
             dropped_tail_sha256=sha256_hex(dropped) if dropped else None,
+            declaration_sha256=None if s.declaration is None else s.declaration.sha256,
         )
         self.append("session", **record.to_plain())
         for seq in self.state.dangling:

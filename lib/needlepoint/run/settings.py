@@ -23,6 +23,7 @@ from needlepoint.run.progress import PROGRESS_MODES
 
 if TYPE_CHECKING:
     from needlepoint.design.prepared import Prepared
+    from needlepoint.run.declaration import Declared
     from needlepoint.run.simulate import PositionParams
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -55,6 +56,9 @@ class RunOptions:
     fsync: bool = True
     run_meta: dict[str, Any] | None = None
     allow_insecure_http: bool = False
+    # A declaration file (`needlepoint declare`): its SHA-256 goes into run.json and the
+    # journal's first record, before the first request.
+    declaration: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class Settings:
     fsync: bool
     run_meta: dict[str, Any] = field(default_factory=dict)
     allow_insecure_http: bool = False
+    declaration: Declared | None = None
 
     @property
     def simulation(self) -> bool:
@@ -168,6 +173,16 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
                 f"the key in {api_key_env} is shorter than {MIN_KEY_LENGTH} characters, too short "
                 "to be kept out of the records reliably"
             )
+    declared = None
+    if o.declaration is not None:
+        from needlepoint.run.declaration import read_declaration
+
+        declared = read_declaration(o.declaration)
+        if declared.record.simulation and simulate is None:
+            raise NeedlepointError(
+                f"{o.declaration}: made on a simulated clock, so it proves no order in time; "
+                "a live run needs a declaration made with `needlepoint declare`"
+            )
     prepared = check_prepared(prepared_dir)
     frozen = frozen_model(prepared)
     if model is not None and model != frozen:
@@ -207,6 +222,7 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         fsync=o.fsync,
         run_meta=dict(o.run_meta or {}),
         allow_insecure_http=bool(o.allow_insecure_http) and simulate is None,
+        declaration=declared,
     )
 
 

@@ -81,11 +81,13 @@ class SweepFile:
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One entry with its folders resolved against the sweep file's folder."""
+    """One entry with its folders resolved against the sweep file's folder, and the declaration
+    every run of the sweep is started under (`sweep --declaration`), if any."""
 
     entry: SweepRun
     prepared: Path
     run_dir: Path
+    declaration: Path | None = None
 
     @property
     def name(self) -> str:
