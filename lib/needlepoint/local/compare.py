@@ -77,6 +77,9 @@ def run_local_compare(
         raise NeedlepointError(f"{protocol_path}: protocol file not found")
     if len({e.key for e in entrants}) != len(entrants) or len(entrants) < 2:
         raise NeedlepointError("local-compare needs at least two different packaged models")
+    from needlepoint.local.live import check_compare_inputs
+
+    check_compare_inputs(protocol_path, entrants, timeout_s, progress)  # before any folder
     folder = evidence_folder(Path(evidence_root), label, date)
     layout = Layout(folder)
     check_marker(layout, protocol_path, entrants, n_ctx)
@@ -135,10 +138,13 @@ def planned_count(prepared_dir: Path) -> int:
 def attempted(run_dir: Path) -> int:
     """How many planned requests the run folder's journal has attempted (0 for a new folder)."""
     from needlepoint.run.journal import read_chain
+    from needlepoint.run.journal_records import JournalState
 
     if not (run_dir / "run.json").is_file():
         return 0
-    return len({r["seq"] for r in read_chain(run_dir).records if r.get("type") == "attempt"})
+    state = JournalState()
+    read_chain(run_dir, state.add, keep=False)
+    return len(state.attempts)
 
 
 def recorded_run(run_dir: Path) -> dict[str, Any] | None:
