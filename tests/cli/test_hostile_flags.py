@@ -176,8 +176,13 @@ def test_ctrl_c_in_the_first_moments_is_one_line(small: Path) -> None:
         time.sleep(delay)
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=60)
-        assert "Traceback" not in err, f"after {delay} s: {err}"
-        assert child.returncode in (0, 130, -signal.SIGINT), (delay, child.returncode, err)
+        # An interrupt while the interpreter itself starts (site, the script's first line,
+        # before any of this package runs) is Python's to report; from the package's first line
+        # on, it is one line and exit 130.
+        ours = "/needlepoint/" in err  # a frame in one of the package's files
+        assert not ("Traceback" in err and ours), f"after {delay} s: {err}"
+        if "Traceback" not in err and "Fatal Python error" not in err:
+            assert child.returncode in (0, 130, -signal.SIGINT), (delay, child.returncode, err)
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+import needlepoint
 from needlepoint import __version__
 from needlepoint.errors import NeedlepointError
 
@@ -99,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _usable_streams()
     try:
         parser = build_parser()
+        # Loaded: Ctrl-C is a KeyboardInterrupt again, which every command handles (a run
+        # journals the request in flight); see needlepoint/__init__.py.
+        if signal.getsignal(signal.SIGINT) is needlepoint._quiet_interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         args, unknown = parser.parse_known_args(argv)
     except KeyboardInterrupt:  # Ctrl-C before the command started: one line, not a traceback
         print("needlepoint: interrupted", file=sys.stderr)
