@@ -136,7 +136,7 @@ def test_malformed_fields_are_refused_by_name(prepared: Prepared, edit, message:
 
 
 def test_read_document_names_the_file(tmp_path: Path) -> None:
-    with pytest.raises(NeedlepointError, match="cannot read"):
+    with pytest.raises(NeedlepointError, match=r"missing\.json: file not found"):
         read_document(tmp_path / "missing.json")
 
 

@@ -83,8 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b'{"choices": [{"message": ', number)
             return
         if name == "serve":
-            out, extra = owner.served[arg]
-            self._send(200, out(payload) if callable(out) else out, number, extra)
+            out, extra, code = owner.served[arg]
+            self._send(code, out(payload) if callable(out) else out, number, extra)
             return
         if name in ("empty", "length_empty"):
             content = ""
@@ -187,8 +187,9 @@ class LoopbackServer:
         self.answer = answer or (lambda body, payload: "UNKNOWN")
         self.delay_s = delay_s
         self.requests: list[Received] = []
-        # serve:NAME bodies: bytes, or a function of the request payload, with extra headers.
-        self.served: dict[str, tuple[Any, dict[str, str]]] = {}
+        # serve:NAME bodies: bytes, or a function of the request payload, with extra headers
+        # and a status.
+        self.served: dict[str, tuple[Any, dict[str, str], int]] = {}
         self._script: deque[str] = deque()
         self._lock = threading.Condition()
         self._stop = threading.Event()
@@ -208,9 +209,11 @@ class LoopbackServer:
         with self._lock:
             return len(self.requests)
 
-    def serve(self, name: str, body: Any, headers: dict[str, str] | None = None) -> str:
-        """Register a body for mode ``serve:NAME`` and return that mode."""
-        self.served[name] = (body, headers or {})
+    def serve(
+        self, name: str, body: Any, headers: dict[str, str] | None = None, status: int = 200
+    ) -> str:
+        """Register a body (with its headers and status) for mode ``serve:NAME``; return it."""
+        self.served[name] = (body, headers or {}, status)
         return f"serve:{name}"
 
     def script(self, modes: Iterable[str]) -> None:

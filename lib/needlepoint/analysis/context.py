@@ -122,6 +122,9 @@ def run_facts(
     from needlepoint.run.folder import read_run_record
     from needlepoint.run.journal import read_chain
 
-    records = list(read_chain(run_dir).records)
+    # Only what the context needs of each record, read as a stream: never the bodies.
+    records: list[dict[str, Any]] = []
+    slim = ("type", "time", "session", "seq")
+    read_chain(run_dir, lambda r, _: records.append({k: r[k] for k in slim if k in r}), keep=False)
     base_url = read_run_record(run_dir).base_url
     return run_context(prepared, outcomes, records, base_url), sessions_by_seq(records)

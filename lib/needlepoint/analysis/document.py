@@ -28,6 +28,7 @@ from needlepoint.analysis.secondary import secondary
 from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
 from needlepoint.jsonio import write_bytes_atomic
+from needlepoint.safefolder import is_output_file, replaced_folder
 
 FIGURES = {
     "accuracy": "accuracy_by_position.png",
@@ -183,13 +184,15 @@ def analyze(
     if out_dir is None:
         return Analysis(doc, None)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if figures:
-        write_figures(doc, inp, out)
-    else:
+    if not figures:
         doc = replace(doc, figures={})
-    write_bytes_atomic(out / "analysis.json", to_json(doc))
-    write_bytes_atomic(out / "summary.md", summary_markdown(doc, record).encode("utf-8"))
+    # All files of one analysis land together or not at all: an interrupted analysis leaves the
+    # earlier one whole, never new figures beside an old analysis.json.
+    with replaced_folder(out, is_output_file) as fresh:
+        if figures:
+            write_figures(doc, inp, fresh)
+        write_bytes_atomic(fresh / "analysis.json", to_json(doc))
+        write_bytes_atomic(fresh / "summary.md", summary_markdown(doc, record).encode("utf-8"))
     return Analysis(doc, out)
 
 

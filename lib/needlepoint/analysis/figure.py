@@ -7,12 +7,14 @@ so a notebook's rcParams cannot change the bytes, and the PNG metadata carries n
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from needlepoint.analysis.primary import SIMULATION_BANNER
+from needlepoint.safeio import write_bytes_atomic
 
 
 @contextmanager
@@ -55,7 +57,10 @@ def stable_figure(
             color="#b2182b" if simulation else "black",
         )
         # No "Software" entry: the bytes must not change with the matplotlib version string.
+        # Drawn into memory, then written through the one safe-write helper (never a link).
+        buffer = io.BytesIO()
         fig.savefig(
-            path, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
+            buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
         )
+        write_bytes_atomic(path, buffer.getvalue())
     fig.clear()

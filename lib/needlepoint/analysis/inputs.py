@@ -9,7 +9,7 @@ naming the file, the line and the field.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,7 +139,7 @@ def _check_status(row: Mapping[str, str], answer: Mapping, unknown: str, where: 
 
 
 def validate_rows(
-    rows: Sequence[tuple[int, Mapping[str, str]]], prepared: Prepared, name: str
+    rows: Iterable[tuple[int, Mapping[str, str]]], prepared: Prepared, name: str
 ) -> tuple[tuple[Outcome, ...], bool, str | None]:
     """Check ``(line, row)`` pairs against the prepared plan; return outcomes in seq order."""
     plan = {p.seq: p for p in prepared.plan}
@@ -261,7 +261,7 @@ def from_run(
             f"{run_dir}: run was made from prepared fingerprint {run.prepared_fingerprint[:12]}, "
             f"but {run.prepared_dir.name} has {prepared.fingerprint[:12]}"
         )
-    numbered = [(i + 2, row) for i, row in enumerate(run.rows)]
+    numbered = ((i + 2, row) for i, row in enumerate(run.rows))  # one row at a time
     name = f"{Path(run_dir).name}/results (re-derived from the journal)"
     outcomes, simulation, journal = validate_rows(numbered, prepared, name)
     if simulation != run.simulation or (journal or "") != run.journal_sha256:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+import needlepoint
 from needlepoint import __version__
 from needlepoint.errors import NeedlepointError
 
@@ -85,10 +88,28 @@ def os_error_line(exc: OSError) -> str:
     return f"{where}{other}: {exc.strerror or type(exc).__name__}"
 
 
+def _usable_streams() -> None:
+    """Replace a closed or missing stdout/stderr (``2>&-``) by the null device, so that a
+    progress bar or an error line cannot end the command with an exception."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or getattr(stream, "closed", False):
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command; user errors become one line on stderr and exit status 2."""
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    _usable_streams()
+    try:
+        parser = build_parser()
+        # Loaded: Ctrl-C is a KeyboardInterrupt again, which every command handles (a run
+        # journals the request in flight); see needlepoint/__init__.py.
+        if signal.getsignal(signal.SIGINT) is needlepoint._quiet_interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        args, unknown = parser.parse_known_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command started: one line, not a traceback
+        print("needlepoint: interrupted", file=sys.stderr)
+        return 130
     if unknown:
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     for stream in (sys.stdout, sys.stderr):

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 
+from needlepoint.cli import args as types
 from needlepoint.cli.run import add_declaration_flag
 from needlepoint.local.model import (
     MODELS,
@@ -58,8 +59,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_tokenize_check(args: argparse.Namespace) -> int:
+    from needlepoint.design.prepared import load_prepared
     from needlepoint.local.tokens import check_token_counts
 
+    load_prepared(args.prepared)  # a damaged prepared folder is refused before a server starts
     with served_model(args.model, n_ctx=args.n_ctx, log_path=args.log) as server:
         report = check_token_counts(args.prepared, server)
     print(report.summary_line())
@@ -77,7 +80,9 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
 
     def served(p: argparse.ArgumentParser) -> None:
         common(p)
-        p.add_argument("--n-ctx", type=int, default=None, help="context size (default: window)")
+        p.add_argument(
+            "--n-ctx", type=types.n_ctx, default=None, help="context size (default: window)"
+        )
         p.add_argument("--log", default=None, help="server log file (default: a temp file)")
 
     p = cmds.add_parser("locate", help="show the server package and the packaged GGUF")
@@ -85,7 +90,7 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_locate)
     p = cmds.add_parser("serve", help="serve on 127.0.0.1 until Ctrl-C")
     served(p)
-    p.add_argument("--port", type=int, default=None, help="default: a free port")
+    p.add_argument("--port", type=types.whole(1, 65535), default=None, help="default: a free port")
     p.add_argument("--facts-out", default=None, help="write the run-record facts as JSON")
     p.set_defaults(func=_cmd_serve)
     p = cmds.add_parser("tokenize-check", help="count every request's prompt tokens")
@@ -123,8 +128,10 @@ def _register_pipeline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-smollm2")
     p.add_argument("--protocol", default="protocols/local-smollm2.json")
     p.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
-    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    p.add_argument(
+        "--n-ctx", type=types.n_ctx, help="server context size (default: the model's window)"
+    )
+    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
     p.add_argument("--evidence-root", default="evidence")
     p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
     p.set_defaults(func=_cmd_local_pipeline)
@@ -178,9 +185,12 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-compare")
     p.add_argument("--protocol", default="protocols/local-compare.json")
     p.add_argument(
-        "--n-ctx", type=int, default=DEFAULT_N_CTX, help="both servers' context size (%(default)s)"
+        "--n-ctx",
+        type=types.n_ctx,
+        default=DEFAULT_N_CTX,
+        help="both servers' context size (%(default)s)",
     )
-    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
     p.add_argument("--evidence-root", default="evidence")
     p.add_argument(
         "--date",
@@ -247,14 +257,16 @@ def _register_pilot(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", required=True, help="the design's protocol file (its model)")
     p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
     p.add_argument("--lengths", required=True, help="background lengths, e.g. 12,24,48")
-    p.add_argument("--cases", type=int, required=True, help="pilot cases")
-    p.add_argument("--allow", type=int, required=True, help="most attempts, in total")
+    p.add_argument("--cases", type=types.positive_int, required=True, help="pilot cases")
+    p.add_argument("--allow", type=types.positive_int, required=True, help="most attempts")
     p.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
-    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    p.add_argument("--n-ctx", type=types.n_ctx, help="server context size (default: window)")
+    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
-        "--version", type=int, help="the pilot protocol's version (default: design's + 1)"
+        "--version",
+        type=types.whole(1, 2**31 - 1),
+        help="the pilot protocol's version (default: design's + 1)",
     )
     add_declaration_flag(p)
     p.set_defaults(func=_cmd_local_pilot)
@@ -267,10 +279,10 @@ def _register_pilot(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("prepared", metavar="DIR", help="prepared folder (its model is served)")
     r.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
-    r.add_argument("--allow", type=int, required=True, help="most attempts, in total")
+    r.add_argument("--allow", type=types.positive_int, required=True, help="most attempts")
     r.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    r.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
-    r.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
+    r.add_argument("--n-ctx", type=types.n_ctx, help="server context size (default: window)")
+    r.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_declaration_flag(r)
     r.set_defaults(func=_cmd_local_run)

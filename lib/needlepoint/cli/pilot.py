@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from needlepoint.cli.run import add_run_flags, run_options
 from needlepoint.errors import NeedlepointError
@@ -41,7 +42,6 @@ def check_pilot_version(
     protocol: str | None, out: str, version: int | None, root: str | None
 ) -> None:
     """A new pilot's version must be one that no other design under the evidence root uses."""
-    from pathlib import Path
 
     from needlepoint.pilot.folder import load_design
     from needlepoint.pilot.record import PILOT_NAME
@@ -71,7 +71,6 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
     from needlepoint.pilot.files import check_new, write_protocol, write_report
@@ -81,6 +80,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from needlepoint.study.record import chain_record, evidence_root
 
     low, high = parse_band(args.band)
+    if args.report is not None and Path(args.report).resolve() == Path(args.out).resolve():
+        raise NeedlepointError(
+            f"--report {args.report} and --out {args.out} name the same file; give two files"
+        )
     for out in (args.out, args.report):
         if out is not None:
             check_new(out)
@@ -125,28 +128,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError("must lie in (0, 1]")
-    return value
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the pilot and calibrate sub-commands."""
+    from needlepoint.cli import args as types
+    from needlepoint.design.protocol_schema import MAX_CASES, MAX_REQUESTS
+    from needlepoint.pilot.calibration_limits import MAX_SEARCH_CASES, MAX_SIMULATIONS
+
     p = sub.add_parser(
         "pilot",
         help="run a design on held-out materials (another seed, no shared names or codes)",
@@ -157,9 +144,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", help="the design's protocol file (default: the reference v1)")
     p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
     p.add_argument("--lengths", required=True, help="background lengths to try, e.g. 12,24,48")
-    p.add_argument("--cases", type=_positive_int, required=True, help="pilot cases")
+    p.add_argument("--cases", type=types.whole(1, MAX_CASES), required=True, help="pilot cases")
     p.add_argument(
-        "--version", type=_positive_int, help="the pilot protocol's version (default: design's + 1)"
+        "--version",
+        type=types.whole(1, 2**31 - 1),
+        help="the pilot protocol's version (default: design's + 1)",
     )
     add_evidence_root(p)
     add_run_flags(p)
@@ -177,21 +166,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--band", default="0.6,0.95", help="end-accuracy band (default %(default)s)")
     c.add_argument(
         "--effect",
-        type=_fraction,
+        type=types.number(0, 1, open_low=True),
         default=0.2,
         help="added middle loss to detect with 80%% power; above the threshold (default 0.2)",
     )
     c.add_argument(
-        "--max-cases", type=_positive_int, default=128, help="search bound (default 128)"
+        "--max-cases",
+        type=types.whole(1, MAX_SEARCH_CASES),
+        default=128,
+        help=f"search bound (default %(default)s, at most {MAX_SEARCH_CASES})",
     )
     c.add_argument(
         "--max-requests",
-        type=_positive_int,
+        type=types.whole(1, MAX_REQUESTS),
         help="search bound in planned requests (cases x lengths x 8): the run budget",
     )
-    c.add_argument("--simulations", type=_positive_int, default=1000, help="runs per count")
-    c.add_argument("--seed", type=int, default=20260930, help="power simulation seed")
-    c.add_argument("--version", type=_positive_int, help="new version (default: design's + 2)")
+    c.add_argument(
+        "--simulations", type=types.whole(1, MAX_SIMULATIONS), default=1000, help="runs per count"
+    )
+    c.add_argument("--seed", type=types.seed, default=20260930, help="power simulation seed")
+    c.add_argument(
+        "--version", type=types.whole(1, 2**31 - 1), help="new version (default: design's + 2)"
+    )
     c.add_argument("--report", help="also write the calibration record here (JSON)")
     c.add_argument("--figures", metavar="DIR", help="also draw the accuracy and power figures")
     add_evidence_root(c)

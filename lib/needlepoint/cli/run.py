@@ -104,16 +104,6 @@ def _cmd_audit_run(args: argparse.Namespace) -> int:
     return 0 if audit.ok else 1
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the run, sweep, results and audit-run commands."""
     p = sub.add_parser(
@@ -152,9 +142,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a run: allowance, live endpoint or simulation, spacing, timeouts, money."""
+    from needlepoint.cli import args as types
+    from needlepoint.run import limits
     from needlepoint.run.settings import DEFAULT_TIMEOUT_S
 
-    p.add_argument("--allow", type=_positive_int, required=True, help="most attempts, in total")
+    gap, rate = types.number(0, limits.MAX_SECONDS), types.number(0, limits.MAX_RATE)
+    p.add_argument(
+        "--allow", type=types.positive_int, required=True, help="most attempts, in total"
+    )
     p.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. https://host/v1")
     p.add_argument("--model", help="must equal the model in the frozen bodies")
     p.add_argument("--api-key-env", help="name of the environment variable holding the key")
@@ -163,11 +158,11 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send the key over plain http to a host that is not loopback (recorded in run.json)",
     )
-    p.add_argument("--min-gap-s", type=float, help="seconds after a completion (protocol: 20)")
+    p.add_argument("--min-gap-s", type=gap, help="seconds after a completion (protocol: 20)")
     p.add_argument("--override-reason", help="required to lower --min-gap-s; recorded")
     p.add_argument(
         "--timeout-s",
-        type=float,
+        type=types.seconds,
         default=DEFAULT_TIMEOUT_S,
         help="per operation; the whole request gets twice this (default %(default)s)",
     )
@@ -182,9 +177,13 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a position-model parameter (repeatable), e.g. p_middle=0.7",
     )
-    p.add_argument("--input-rate", type=float, help="money per million prompt tokens")
-    p.add_argument("--output-rate", type=float, help="money per million completion tokens")
-    p.add_argument("--cost-cap", type=float, help="stop before spending more than this")
+    p.add_argument("--input-rate", type=rate, help="money per million prompt tokens")
+    p.add_argument("--output-rate", type=rate, help="money per million completion tokens")
+    p.add_argument(
+        "--cost-cap",
+        type=types.number(0, limits.MAX_COST_CAP),
+        help="stop before spending more than this",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_declaration_flag(p)
 

@@ -18,6 +18,7 @@ from needlepoint.compare.runs import load_runs
 from needlepoint.compare.summary import comparison_markdown, run_name
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
+from needlepoint.safefolder import is_output_file, replaced_folder
 
 TABLES = ("runs", "failures", "scores", "accuracy")
 
@@ -119,15 +120,15 @@ def compare_runs(
     runs = load_runs(run_dirs, allow_simulated)
     if out.exists() and not out.is_dir():
         raise NeedlepointError(f"{out}: exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
     doc = build_comparison(runs, out, figures)
-    if figures:
-        write_figures(doc, out)
-    write_bytes_atomic(out / "comparison.json", to_json(doc))
     if record is None:
         record = declaration_record(run_dirs, out)
     text = comparison_markdown(doc, record)
-    write_bytes_atomic(out / "comparison.md", text.encode("utf-8"))
+    with replaced_folder(out, is_output_file) as fresh:  # all files together, or none
+        if figures:
+            write_figures(doc, fresh)
+        write_bytes_atomic(fresh / "comparison.json", to_json(doc))
+        write_bytes_atomic(fresh / "comparison.md", text.encode("utf-8"))
     return Comparison(doc, out)
 
 

@@ -117,7 +117,7 @@ def _canonical(value: Any) -> bytes | None:
 
 def load_override(path: str | Path) -> dict[str, Any]:
     """Reference parameters overridden by a JSON file; a changed design needs a new version."""
-    override = read_json(path)
+    override = read_json(path, pipes=True)
     if not isinstance(override, dict):
         raise NeedlepointError(f"{path}: a protocol override must be a JSON object")
     body = {k: override[k] for k in profiles.OPTIONAL_FIELDS if k in override}

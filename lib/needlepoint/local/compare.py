@@ -7,9 +7,9 @@ window before the first request, and runs the variant with every guarantee of `r
 override and its reason, and the server's facts, recorded in run.json). Then each run must pass
 `audit-run`; results, the analyses and the comparison are written into one evidence folder.
 
-One model at a time: both llama.cpp servers would evaluate prompts on the same two cores.
-Running the command again resumes: prepared folders are reused when they are what the protocol
-gives, complete runs are left alone, an unfinished run is resumed at its recorded address.
+One model at a time (two llama.cpp servers would share the same two cores). Running it again
+resumes: prepared folders are reused when the protocol gives them, complete runs are left alone,
+an unfinished run is resumed at its recorded address.
 """
 
 from __future__ import annotations
@@ -72,15 +72,16 @@ def run_local_compare(
     say: Say = print,
     declaration: str | Path | None = None,
 ) -> CompareOutcome:
-    """Prepare, run (or resume), audit, analyse and compare into ``<root>/<date>-<label>/``.
-
-    ``declaration``: every run is started under it (and a resume must name the same one).
-    """
+    """Prepare, run (or resume), audit, analyse and compare into ``<root>/<date>-<label>/``;
+    every run under ``declaration`` when one is given (a resume must name the same one)."""
     protocol_path = Path(protocol_file)
     if not protocol_path.is_file():
         raise NeedlepointError(f"{protocol_path}: protocol file not found")
     if len({e.key for e in entrants}) != len(entrants) or len(entrants) < 2:
         raise NeedlepointError("local-compare needs at least two different packaged models")
+    from needlepoint.local.live import check_compare_inputs
+
+    check_compare_inputs(protocol_path, entrants, timeout_s, progress)  # before any folder
     folder = evidence_folder(Path(evidence_root), label, date)
     layout = Layout(folder)
     check_marker(layout, protocol_path, entrants, n_ctx, declaration)
@@ -139,18 +140,19 @@ def planned_count(prepared_dir: Path) -> int:
 def attempted(run_dir: Path) -> int:
     """How many planned requests the run folder's journal has attempted (0 for a new folder)."""
     from needlepoint.run.journal import read_chain
+    from needlepoint.run.journal_records import JournalState
 
     if not (run_dir / "run.json").is_file():
         return 0
-    return len({r["seq"] for r in read_chain(run_dir).records if r.get("type") == "attempt"})
+    read_chain(run_dir, (state := JournalState()).add, keep=False)
+    return len(state.attempts)
 
 
 def recorded_run(run_dir: Path) -> dict[str, Any] | None:
     """The run folder's run.json, or None before its first session."""
     from needlepoint.jsonio import read_json
 
-    path = run_dir / "run.json"
-    return read_json(path) if path.is_file() else None
+    return read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else None
 
 
 def resume_port(record: dict[str, Any] | None) -> int | None:

@@ -133,18 +133,24 @@ def journal_timing(run_dir: Path) -> dict[str, Any]:
     from needlepoint.jsonio import read_json
     from needlepoint.run.journal import read_chain
 
-    records = read_chain(run_dir).records
     prepared = load_prepared(run_dir / read_json(run_dir / "run.json")["prepared_dir"])
     lengths = {row.seq: row.length for row in prepared.plan}
-    times = [r["time"] for r in records if r.get("type") in ("attempt", "outcome")]
-    span = dt.datetime.fromisoformat(times[-1]) - dt.datetime.fromisoformat(times[0])
+    times: list[str] = []
     by_length: dict[int, list[float]] = {}
-    for r in records:
+    sessions = [0]
+
+    def visit(r: dict[str, Any], at: Any) -> None:  # one record at a time: bodies not kept
+        if r.get("type") in ("attempt", "outcome"):
+            times[len(times) > 0 :] = [r["time"]]  # [first, latest]
+        sessions[0] += r.get("type") == "session"
         if r.get("type") == "outcome" and r.get("latency_s") is not None:
             by_length.setdefault(lengths[r["seq"]], []).append(r["latency_s"])
+
+    read_chain(run_dir, visit, keep=False)
+    span = dt.datetime.fromisoformat(times[-1]) - dt.datetime.fromisoformat(times[0])
     return {
         "span_min": span.total_seconds() / 60,
-        "sessions": sum(r.get("type") == "session" for r in records),
+        "sessions": sessions[0],
         "median_s": {n: statistics.median(v) for n, v in sorted(by_length.items())},
     }
 
@@ -257,6 +263,9 @@ def write_readme(
     sections: Sequence[str] = (),
 ) -> Path:
     """Write README.md into the evidence folder."""
+    from needlepoint.jsonio import write_bytes_atomic
+
     path = layout.root / "README.md"
-    path.write_text(readme_text(layout, entrants, audits, sections), encoding="utf-8")
+    text = readme_text(layout, entrants, audits, sections)
+    write_bytes_atomic(path, text.encode("utf-8"))
     return path

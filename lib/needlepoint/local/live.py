@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,39 @@ def resume_port(run_dir: Path) -> int | None:
         return None
     parts = urlsplit(str(read_json(record).get("base_url") or ""))
     return parts.port if parts.hostname == "127.0.0.1" else None
+
+
+def check_before_serving(allow: int, timeout_s: float, progress: str) -> None:
+    """Every run option a served model does not decide, checked before any server starts."""
+    from needlepoint.run.settings import check_options
+
+    os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
+    check_options(
+        RunOptions(
+            allow=allow,
+            base_url="http://127.0.0.1:1/v1",  # the port is the server's; the shape is checked
+            model="served",
+            api_key_env=KEY_ENV,
+            min_gap_s=0,
+            override_reason=OVERRIDE_REASON,
+            timeout_s=timeout_s,
+            progress=progress,
+        )
+    )
+
+
+def check_compare_inputs(
+    protocol_path: Path, entrants: Sequence[Any], timeout_s: float, progress: str
+) -> None:
+    """Refuse a bad protocol file or run option before the evidence folder is created."""
+    from needlepoint.design.freeze import load_protocol
+    from needlepoint.local.model import model_spec
+
+    for entrant in entrants:
+        load_protocol(
+            protocol_path, model=model_spec(entrant.key).alias, body_profile=entrant.body_profile
+        )
+    check_before_serving(1, timeout_s, progress)
 
 
 @contextmanager
@@ -99,6 +132,7 @@ def run_local_pilot(
     # Bad input is refused before a server starts.
     check_pilot_shape(load_design(protocol_file), lengths, cases)
     _check_declaration(declaration)
+    check_before_serving(allow, timeout_s, progress)
     label = f"pilot-{Path(out_dir).name}"
     run_dir = Path(out_dir) / RUN_DIR
     served = _served(model, n_ctx, run_dir, allow, timeout_s, progress, label, declaration)
@@ -134,6 +168,7 @@ def run_local(
     from needlepoint.run.results import write_results
     from needlepoint.run.settings import check_prepared
 
+    check_before_serving(allow, timeout_s, progress)
     check_prepared(prepared_dir)  # verify and audit before a server starts
     _check_declaration(declaration)
     label = f"run-{Path(run_dir).name}"

@@ -36,13 +36,18 @@ class PipelineFailed(NeedlepointError):
     """A notebook cell failed: the chain stopped and the partial notebook was kept."""
 
 
-_LABEL = re.compile(r"[a-z0-9][a-z0-9-]{0,60}")
+MAX_LABEL = 61
+_LABEL = re.compile(rf"[a-z0-9][a-z0-9-]{{0,{MAX_LABEL - 1}}}")
 
 
 def check_label(label: str) -> None:
     """An evidence folder label: lower-case letters, digits and dashes (it names a folder)."""
     if not _LABEL.fullmatch(label):
-        raise NeedlepointError(f"label {label!r}: use lower-case letters, digits and dashes")
+        size = f"; it has {len(label)}" if len(label) > MAX_LABEL else ""
+        raise NeedlepointError(
+            f"label {label[:80]!r}: use 1 to {MAX_LABEL} lower-case letters, digits and dashes, "
+            f"starting with a letter or digit{size}"
+        )
 
 
 def check_date(date: str) -> None:
@@ -116,7 +121,38 @@ def plan_parameters(
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise NeedlepointError(f"no notebook has a parameter named {unknown[0]!r}")
+    for nb, params in declared.items():
+        for name in sorted(set(overrides) & set(params)):
+            check_override(nb.stem, name, overrides[name], params[name])
     return [(nb, {k: v for k, v in overrides.items() if k in declared[nb]}) for nb in notebooks]
+
+
+_KINDS = ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "a string"))
+_KINDS += ((list, "a JSON list"), (dict, "a JSON object"))
+
+
+def check_override(notebook: str, name: str, value: Any, default_text: str) -> None:
+    """A -p value of the type its parameter's default has, checked before any notebook runs
+    (``-p allow abc`` once ran two notebooks and left an evidence folder before failing)."""
+    import ast
+
+    try:
+        default = ast.literal_eval(default_text)
+    except (ValueError, SyntaxError):
+        return  # not a literal: nothing to compare with
+    if value is None:
+        return  # null switches a parameter off, whatever its type
+    for kind, words in _KINDS:
+        if isinstance(default, kind):
+            ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+            if kind is float:
+                ok = ok or (isinstance(value, int) and not isinstance(value, bool))
+            if not ok:
+                raise NeedlepointError(
+                    f"-p {name} {json.dumps(value)[:60]}: {notebook}'s parameter {name} takes "
+                    f"{words} (default {default_text[:40]}); nothing was run"
+                )
+            return
 
 
 # Inline assets of the nbconvert template's <head>: identical on every page.
@@ -136,7 +172,7 @@ _HEAD_ASSETS = (
 
 def _externalise(head: str, folder: Path) -> str:
     """Move the head's inline styles and module scripts to files named by their SHA-256."""
-    from needlepoint.jsonio import sha256_hex
+    from needlepoint.jsonio import sha256_hex, write_bytes_atomic
 
     for pattern, suffix, tag in _HEAD_ASSETS:
         parts = pattern.split(head)
@@ -145,7 +181,7 @@ def _externalise(head: str, folder: Path) -> str:
             continue
         asset = folder / f"notebook-{sha256_hex(content.encode('utf-8'))[:16]}.{suffix}"
         if not asset.exists():
-            asset.write_text(content, encoding="utf-8")
+            write_bytes_atomic(asset, content.encode("utf-8"))
         # split() alternates text and captured content: keep the text, one link in place of all
         head = parts[0] + tag.format(asset.name) + "\n" + "".join(parts[2::2])
     return head
@@ -165,7 +201,9 @@ def render_html(notebook: Path) -> Path:
     if cut >= 0:
         body = _externalise(body[:cut], notebook.parent) + body[cut:]
     out = notebook.with_suffix(".html")
-    out.write_text(body, encoding="utf-8")
+    from needlepoint.jsonio import write_bytes_atomic
+
+    write_bytes_atomic(out, body.encode("utf-8"))
     return out
 
 

@@ -30,31 +30,20 @@ from needlepoint.design import protocol as protocol_mod
 from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.pilot import calibration_record as cr
+from needlepoint.pilot.calibration_limits import (
+    REQUESTS_PER_PAIR,
+    CalibrationOptions,
+    case_bound,
+    check_effect,
+    check_options,
+    check_search,
+)
 from needlepoint.pilot.folder import read_design
 from needlepoint.pilot.heldout import OnRecord, calibrated_seed
 from needlepoint.pilot.rates import pilot_model, unattainable
 from needlepoint.pilot.record import PREPARED_DIR, RUN_DIR, design_ref, read_pilot_record
 from needlepoint.pilot.stats import LengthCounts, length_counts
 from needlepoint.schema import to_plain
-
-REQUESTS_PER_PAIR = 8  # two similarity blocks of four conditions
-
-
-@dataclass(frozen=True)
-class CalibrationOptions:
-    """What `calibrate` is asked for: the rules' parameters and the new version number."""
-
-    band_low: float = 0.6
-    band_high: float = 0.95
-    min_pair_complete: float = 0.5
-    effect: float = 0.2
-    target_power: float = 0.8
-    complete_margin: int = 2
-    max_cases: int = 128
-    max_requests: int | None = None
-    simulations: int = 1000
-    seed: int = 20260930
-    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -63,26 +52,6 @@ class Calibration:
 
     record: cr.CalibrationRecord
     protocol: dict[str, Any] | None
-
-
-def check_options(o: CalibrationOptions) -> None:
-    """Refuse parameters the rules cannot use, with one line naming the parameter."""
-    if not 0 <= o.band_low < o.band_high <= 1:
-        raise NeedlepointError(f"--band {o.band_low:g},{o.band_high:g}: need 0 <= LOW < HIGH <= 1")
-    if not 0 < o.min_pair_complete <= 1 or not 0 < o.target_power < 1:
-        raise NeedlepointError("min_pair_complete and target_power must lie in (0, 1)")
-    if o.max_cases < 1 or o.simulations < 1 or o.complete_margin < 1 or (o.max_requests or 1) < 1:
-        raise NeedlepointError("--max-cases, --simulations and the margin must be positive")
-
-
-def check_effect(o: CalibrationOptions, threshold: float) -> None:
-    """The effect must exceed the design's threshold, or 80% power is out of reach."""
-    if not threshold < o.effect <= 1:
-        raise NeedlepointError(
-            f"--effect {o.effect:g} must exceed the threshold {threshold:g}: at an effect equal "
-            "to the threshold the estimate falls below it about half the time, so power "
-            "never reaches 80% there, whatever the count"
-        )
 
 
 def verdict_of(c: LengthCounts, o: CalibrationOptions) -> cr.LengthVerdict:
@@ -119,12 +88,6 @@ def calibrated_protocol(
     for free in ("rationale", "materials_reuse"):  # the design's own, not the new version's
         p.pop(free, None)
     return p
-
-
-def case_bound(o: CalibrationOptions, lengths: tuple[int, ...]) -> int:
-    """The largest count the search may try: ``max_cases``, or fewer within ``max_requests``."""
-    per_case = len(lengths) * REQUESTS_PER_PAIR
-    return o.max_cases if o.max_requests is None else min(o.max_cases, o.max_requests // per_case)
 
 
 def _search(
@@ -164,7 +127,12 @@ def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInpu
     design = read_design(folder, record)
     audit = audit_run(folder / RUN_DIR)
     if not audit.ok:
-        raise NeedlepointError(f"{folder / RUN_DIR}: fails audit-run: {audit.lines()[-1]}")
+        shown = "; ".join(audit.problems[:3])
+        more = f"; and {len(audit.problems) - 3} more" if len(audit.problems) > 3 else ""
+        raise NeedlepointError(
+            f"{folder / RUN_DIR}: fails audit-run with {len(audit.problems)} problem(s): "
+            f"{shown}{more}"
+        )
     return record, design, from_run(folder / RUN_DIR, pilot=True)
 
 
@@ -182,6 +150,7 @@ def calibrate(
     check_options(o)
     record, design, inp = load_pilot(pilot_dir)
     check_effect(o, float(design["analysis"]["threshold"]))
+    check_search(o, len(design["orders"]))
     version = o.version if o.version is not None else design["version"] + 2
     if version in (design["version"], record.protocol_version) or version < 1:
         raise NeedlepointError(

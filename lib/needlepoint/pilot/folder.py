@@ -40,7 +40,7 @@ from needlepoint.pilot.record import (
 )
 from needlepoint.run.loop import RunSummary, run_protocol
 from needlepoint.run.results import write_results
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.settings import RunOptions, check_options
 from needlepoint.schema import to_plain
 
 DESIGN_NAME = "design.json"
@@ -192,6 +192,7 @@ def run_pilot(
     design = load_design(protocol_path)
     if protocol_mod.is_pilot(design):
         raise NeedlepointError(f"{protocol_path}: is a pilot's protocol; pilot the design itself")
+    check_options(options)  # a refused run creates no pilot folder
     resumed = (out / PILOT_NAME).exists()
     if resumed:
         record = read_pilot_record(out)
@@ -199,13 +200,33 @@ def run_pilot(
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise NeedlepointError(f"{out}: exists, is not empty and has no {PILOT_NAME}")
     else:
+        existed = out.exists()
         record = create_pilot(out, design, lengths, cases, version)
-    if before_run is not None:
-        before_run(out / PREPARED_DIR)
     meta = {**(options.run_meta or {}), "pilot": True}
-    summary = run_protocol(out / PREPARED_DIR, out / RUN_DIR, replace(options, run_meta=meta))
+    try:
+        if before_run is not None:
+            before_run(out / PREPARED_DIR)
+        summary = run_protocol(out / PREPARED_DIR, out / RUN_DIR, replace(options, run_meta=meta))
+    except BaseException:
+        if not resumed and not (out / RUN_DIR / "run.json").exists():
+            _remove_new(out, existed)  # refused before its first request: nothing to keep
+        raise
     write_results(out / RUN_DIR)
     return PilotRun(out, record, summary, resumed)
+
+
+def _remove_new(out: Path, keep_folder: bool) -> None:
+    """Remove a pilot folder this command created (an empty folder given by the user stays)."""
+    import shutil
+
+    if not keep_folder:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for child in sorted(out.iterdir()):
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def read_design(folder: Path, record: PilotRecord) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def check_declaration(root: Path, run: RunRecord, records: Any) -> DeclarationFi
     where = f"declaration {ref.path}"
     try:
         actual = file_sha256(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, NeedlepointError):
         audit.problems.append(f"{where}: missing (run.json records SHA-256 {ref.sha256[:12]})")
         return audit
     if actual != ref.sha256:

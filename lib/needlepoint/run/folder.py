@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +29,11 @@ from needlepoint.run.run_record import (
     RunRecord,
     SimulationRecord,
 )
+from needlepoint.safeio import append_bytes, open_record
 from needlepoint.schema import from_plain, to_plain
 
 if TYPE_CHECKING:
+    from needlepoint.run.journal_records import JournalState
     from needlepoint.run.settings import Settings
 
 RUN_NAME = "run.json"
@@ -86,7 +89,7 @@ def write_run_record(run_dir: Path, record: RunRecord) -> str:
 def read_run_record(run_dir: Path) -> RunRecord:
     """Load run.json, refusing an unknown format and any field that is missing or malformed."""
     path = run_dir / RUN_NAME
-    value = read_json(path)
+    value = read_json(path, follow=False)
     if not isinstance(value, dict) or value.get("format") != RUN_FORMAT:
         raise NeedlepointError(f"{path}: field format: expected {RUN_FORMAT}")
     try:
@@ -99,7 +102,7 @@ def read_run_record(run_dir: Path) -> RunRecord:
 def read_context_manifest(run_dir: Path) -> dict[str, Any]:
     """Load context_manifest.json, checked field by field."""
     path = run_dir / CONTEXT_NAME
-    return check_context_manifest(read_json(path), str(path))
+    return check_context_manifest(read_json(path, follow=False), str(path))
 
 
 def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
@@ -118,13 +121,16 @@ def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
 def check_not_rewound(run_dir: Path) -> None:
     """Refuse to resume a folder whose journal lost records: that would grant fresh budget."""
     from needlepoint.run.journal import JOURNAL_NAME, read_chain
+    from needlepoint.run.journal_records import JournalState
 
-    if not (run_dir / JOURNAL_NAME).exists():
+    if not os.path.lexists(run_dir / JOURNAL_NAME):
         raise NeedlepointError(f"{run_dir / JOURNAL_NAME}: missing although run.json exists")
     path = run_dir / CONTEXT_NAME
-    if path.exists():
+    if os.path.lexists(path):
         listed = len(read_context_manifest(run_dir)["sent"])
-        sent = sum(r.get("type") == "attempt" for r in read_chain(run_dir).records)
+        state = JournalState()
+        read_chain(run_dir, state.add, keep=False, owner=True)
+        sent = state.attempt_count
         if listed > sent:
             raise NeedlepointError(
                 f"{path}: lists {listed} requests sent, the journal only {sent}: "
@@ -136,22 +142,18 @@ def context_manifest(
     prepared_root: Path,
     prepared_fingerprint: str,
     prepared_files: dict[str, str],
-    records: list[dict[str, Any]],
+    state: JournalState,
+    count: int,
     head: str,
 ) -> dict[str, Any]:
     """What was in front of the model: the prepared folder's manifest hash and each body sent."""
-    sent = [
-        {"seq": r["seq"], "request_sha256": r["request_sha256"], "time": r["time"]}
-        for r in records
-        if r.get("type") == "attempt"
-    ]
     return {
         "format": CONTEXT_FORMAT,
         "prepared_dir": str(prepared_root),
         "prepared_manifest_sha256": prepared_fingerprint,
         "prepared_files": dict(sorted(prepared_files.items())),
-        "sent": sent,
-        "journal_records": len(records),
+        "sent": [dict(entry) for entry in state.sent],
+        "journal_records": count,
         "journal_sha256": head,
     }
 
@@ -230,10 +232,23 @@ def append_provenance(run_dir: Path, time_iso: str) -> None:
         "platform": platform.system(),
         "packages": packages,
     }
-    with open(run_dir / PROVENANCE_NAME, "ab") as fh:
-        fh.write(canonical_bytes(line) + b"\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    append_bytes(run_dir / PROVENANCE_NAME, canonical_bytes(line) + b"\n")
+
+
+# How long a runner waits for readers that hold the folder lock shared.
+READER_WAIT_S = 30.0
+
+
+def _held_exclusively(path: Path) -> bool:
+    """Whether a runner (not just readers) holds the lock file."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 class FolderLock:
@@ -244,14 +259,26 @@ class FolderLock:
         self._fd: int | None = None
 
     def __enter__(self) -> FolderLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise NeedlepointError(
-                f"{self.path.parent}: another runner is using this run folder"
-            ) from None
+        fd = open_record(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + READER_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # Readers (results, audit-run, analyze) hold it shared for a moment: wait for
+                # them; another runner holds it exclusively: refuse at once.
+                runner = _held_exclusively(self.path)
+                if runner or time.monotonic() > deadline:
+                    os.close(fd)
+                    why = (
+                        "another runner is using this run folder"
+                        if runner
+                        else f"readers have held its lock for over {READER_WAIT_S:g} s; "
+                        "run it again when they end"
+                    )
+                    raise NeedlepointError(f"{self.path.parent}: {why}") from None
+                time.sleep(0.05)
         self._fd = fd
         return self
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import sha256_hex
+from needlepoint.jsonio import MAX_JSON_FILE_BYTES, sha256_hex
 from needlepoint.run import folder as run_folder
 from needlepoint.run.clock import SIM_EPOCH, iso_utc
 from needlepoint.run.journal import Journal
-from needlepoint.run.journal_records import JournalState
 from needlepoint.run.session import Session
 from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions, Settings, check_settings
+from needlepoint.safeio import read_limited
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RunOptions", "RunSummary", "run_protocol"]
 
@@ -69,7 +69,7 @@ def run_protocol(prepared_dir: str | Path, run_dir: str | Path, options: RunOpti
             record = run_folder.build_run_record(s, "", root)
             run_folder.check_resume(root, run_folder.read_run_record(root), record)
             run_folder.check_not_rewound(root)
-            run_sha = sha256_hex(run_json.read_bytes())
+            run_sha = sha256_hex(read_limited(run_json, MAX_JSON_FILE_BYTES, follow=False))
         else:
             if any(p.name != run_folder.LOCK_NAME for p in root.iterdir()):
                 raise NeedlepointError(f"{root}: not empty and has no run.json; use a new folder")
@@ -88,7 +88,8 @@ def run_protocol(prepared_dir: str | Path, run_dir: str | Path, options: RunOpti
                     run_folder.relative_prepared(s.prepared.root, root),
                     s.prepared.fingerprint,
                     s.prepared.manifest.get("files", {}),
-                    journal.records,
+                    journal.state,
+                    journal.count,
                     journal.head,
                 ),
             )
@@ -96,7 +97,7 @@ def run_protocol(prepared_dir: str | Path, run_dir: str | Path, options: RunOpti
 
 
 def _session(s: Settings, root: Path, journal: Journal, run_sha: str) -> RunSummary:
-    state = JournalState.of(journal.records)
+    state = journal.state
     remaining = [r.seq for r in s.prepared.plan if r.seq not in state.attempts]
     before = state.attempt_count
     start = time.perf_counter()
@@ -115,7 +116,7 @@ def _session(s: Settings, root: Path, journal: Journal, run_sha: str) -> RunSumm
     else:
         session = Session(s, journal)
         reason, detail = session.run(run_sha)
-    state = JournalState.of(journal.records)
+    state = journal.state
     return RunSummary(
         run_dir=root,
         simulation=s.simulation,

@@ -9,16 +9,15 @@ key in the environment.
 
 from __future__ import annotations
 
-import ipaddress
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from needlepoint.design.prepared import frozen_model
 from needlepoint.errors import NeedlepointError
+from needlepoint.run import limits
+from needlepoint.run.limits import MIN_KEY_LENGTH, is_loopback
 from needlepoint.run.progress import PROGRESS_MODES
 
 if TYPE_CHECKING:
@@ -27,7 +26,17 @@ if TYPE_CHECKING:
     from needlepoint.run.simulate import PositionParams
 
 DEFAULT_TIMEOUT_S = 120.0
-MIN_KEY_LENGTH = 8
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "MIN_KEY_LENGTH",
+    "CheckedOptions",
+    "RunOptions",
+    "Settings",
+    "check_options",
+    "check_prepared",
+    "check_settings",
+    "is_loopback",
+]
 
 
 @dataclass(frozen=True)
@@ -94,16 +103,6 @@ class Settings:
         return self.simulate is not None
 
 
-def _number(name: str, value: float | None, *, positive: bool = False) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise NeedlepointError(f"{name} must be a finite number")
-    if value < 0 or (positive and value == 0):
-        raise NeedlepointError(f"{name} must be {'positive' if positive else 'non-negative'}")
-    return float(value)
-
-
 def check_prepared(prepared_dir: str | Path) -> Prepared:
     """Verify and audit the prepared folder, then load it."""
     from needlepoint.design.audit import audit_prepared
@@ -121,78 +120,93 @@ def check_prepared(prepared_dir: str | Path) -> Prepared:
     return load_prepared(prepared_dir)
 
 
-def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
-    """Check every option and the prepared folder; raise NeedlepointError on the first problem."""
+@dataclass(frozen=True)
+class CheckedOptions:
+    """The options that need no prepared folder, checked: numbers in range, endpoint, key."""
+
+    allow: int
+    timeout_s: float
+    deadline_s: float
+    input_rate: float | None
+    output_rate: float | None
+    cost_cap: float | None
+    min_gap_s: float | None
+    api_key: str | None
+
+
+def check_options(options: RunOptions) -> CheckedOptions:
+    """Every check that needs no prepared folder; a pilot runs them before it creates one."""
     from needlepoint.run.simulate import SIM_MODES, PositionParams
 
     o = options
     if o.progress not in PROGRESS_MODES:
         raise NeedlepointError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
-    allow, simulate, sim_params = o.allow, o.simulate, o.sim_params
-    base_url, model, api_key_env = o.base_url, o.model, o.api_key_env
-    if isinstance(allow, bool) or not isinstance(allow, int) or allow <= 0:
-        raise NeedlepointError("--allow must be a positive integer: the most requests to send")
-    timeout = _number("--timeout-s", o.timeout_s, positive=True)
-    deadline = _number("deadline_s", o.deadline_s, positive=True) or 2 * timeout
-    in_rate = _number("--input-rate", o.input_rate)
-    out_rate = _number("--output-rate", o.output_rate)
-    cap = _number("--cost-cap", o.cost_cap)
+    allow = limits.check_allow(o.allow)
+    timeout = limits.number(
+        "--timeout-s", o.timeout_s, low=limits.MIN_TIMEOUT_S, high=limits.MAX_SECONDS, positive=True
+    )
+    deadline = limits.number("deadline_s", o.deadline_s, high=2 * limits.MAX_SECONDS, positive=True)
+    in_rate = limits.number("--input-rate", o.input_rate, high=limits.MAX_RATE)
+    out_rate = limits.number("--output-rate", o.output_rate, high=limits.MAX_RATE)
+    cap = limits.number("--cost-cap", o.cost_cap, high=limits.MAX_COST_CAP)
+    gap = limits.number("--min-gap-s", o.min_gap_s, high=limits.MAX_SECONDS)
+    if timeout is None:
+        raise NeedlepointError("--timeout-s must be a finite number")
     if cap is not None and (in_rate is None or out_rate is None):
         raise NeedlepointError("--cost-cap needs --input-rate and --output-rate")
     if (in_rate is None) != (out_rate is None):
         raise NeedlepointError("give both --input-rate and --output-rate, or neither")
     key = None
-    if sim_params and simulate != "position":
+    if o.sim_params and o.simulate != "position":
         raise NeedlepointError("simulation parameters apply only to --simulate position")
-    if simulate is not None:
-        if simulate not in SIM_MODES:
+    if o.simulate is not None:
+        if o.simulate not in SIM_MODES:
             raise NeedlepointError(f"--simulate must be one of {', '.join(SIM_MODES)}")
-        if base_url or api_key_env:
+        if o.base_url or o.api_key_env:
             raise NeedlepointError("--simulate sends nothing: drop --base-url and --api-key-env")
+        if o.simulate == "position":
+            PositionParams.from_dict(o.sim_params)  # every parameter in its range, before any file
     else:
-        if not base_url:
+        if not o.base_url:
             raise NeedlepointError("a live run needs --base-url (or --simulate MODE)")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise NeedlepointError(f"--base-url {base_url!r} is not an http(s) URL")
-        if parts.scheme == "http" and not is_loopback(parts.hostname) and not o.allow_insecure_http:
-            raise NeedlepointError(
-                f"--base-url {base_url!r}: the key would travel unencrypted to "
-                f"{parts.hostname}; use https, a loopback host (127.0.0.0/8, ::1, localhost), "
-                "or --allow-insecure-http"
-            )
-        if not model:
+        limits.check_base_url(o.base_url, o.allow_insecure_http)
+        if not o.model:
             raise NeedlepointError("a live run needs --model, equal to the frozen model")
-        if not api_key_env:
+        if not o.api_key_env:
             raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
-        key = os.environ.get(api_key_env, "")
+        key = os.environ.get(o.api_key_env, "")
         if not key:
-            raise NeedlepointError(f"environment variable {api_key_env} is not set or empty")
-        if len(key) < MIN_KEY_LENGTH:
-            raise NeedlepointError(
-                f"the key in {api_key_env} is shorter than {MIN_KEY_LENGTH} characters, too short "
-                "to be kept out of the records reliably"
-            )
+            raise NeedlepointError(f"environment variable {o.api_key_env} is not set or empty")
+        limits.check_key(key, o.api_key_env)
+    return CheckedOptions(allow, timeout, deadline or 2 * timeout, in_rate, out_rate, cap, gap, key)
+
+
+def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
+    """Check every option and the prepared folder; raise NeedlepointError on the first problem."""
+    from needlepoint.run.simulate import PositionParams
+
+    o = options
+    c = check_options(o)
     declared = None
     if o.declaration is not None:
         from needlepoint.run.declaration import read_declaration
 
         declared = read_declaration(o.declaration)
-        if declared.record.simulation and simulate is None:
+        if declared.record.simulation and o.simulate is None:
             raise NeedlepointError(
                 f"{o.declaration}: made on a simulated clock, so it proves no order in time; "
                 "a live run needs a declaration made with `needlepoint declare`"
             )
     prepared = check_prepared(prepared_dir)
     frozen = frozen_model(prepared)
-    if model is not None and model != frozen:
+    if o.model is not None and o.model != frozen:
         raise NeedlepointError(
-            f"--model {model!r} differs from the frozen model {frozen!r}; "
+            f"--model {o.model!r} differs from the frozen model {frozen!r}; "
             "a run for another model needs its own prepared folder"
         )
     runner = prepared.protocol["runner"]
     protocol_gap = float(runner["min_gap_s"])
-    gap = protocol_gap if o.min_gap_s is None else _number("--min-gap-s", o.min_gap_s)
+    gap = protocol_gap if c.min_gap_s is None else c.min_gap_s
     reason = (o.override_reason or "").strip() or None
     if gap < protocol_gap and reason is None:
         raise NeedlepointError(
@@ -201,38 +215,26 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         )
     return Settings(
         prepared=prepared,
-        allow=allow,
-        simulate=simulate,
-        sim_params=PositionParams.from_dict(sim_params) if simulate == "position" else None,
-        base_url=base_url,
+        allow=c.allow,
+        simulate=o.simulate,
+        sim_params=PositionParams.from_dict(o.sim_params) if o.simulate == "position" else None,
+        base_url=o.base_url,
         model=frozen,
-        api_key_env=api_key_env,
-        api_key=key,
+        api_key_env=o.api_key_env,
+        api_key=c.api_key,
         min_gap_s=gap,
         protocol_min_gap_s=protocol_gap,
         override_reason=reason if gap < protocol_gap else None,
-        timeout_s=timeout,
-        deadline_s=deadline,
-        input_rate=in_rate,
-        output_rate=out_rate,
-        cost_cap=cap,
+        timeout_s=c.timeout_s,
+        deadline_s=c.deadline_s,
+        input_rate=c.input_rate,
+        output_rate=c.output_rate,
+        cost_cap=c.cost_cap,
         stop_statuses=frozenset(int(s) for s in runner["stop_statuses"]),
         max_consecutive_failures=int(runner["max_consecutive_failures"]),
         progress=o.progress,
         fsync=o.fsync,
         run_meta=dict(o.run_meta or {}),
-        allow_insecure_http=bool(o.allow_insecure_http) and simulate is None,
+        allow_insecure_http=bool(o.allow_insecure_http) and o.simulate is None,
         declaration=declared,
     )
-
-
-def is_loopback(host: str | None) -> bool:
-    """Whether a URL's host is this machine: ``localhost``, 127.0.0.0/8 or ::1."""
-    if host is None:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -133,7 +133,7 @@ def read_sweep(path: str | Path) -> list[PlannedRun]:
     p = Path(path)
     if p.is_dir():
         raise NeedlepointError(f"{p}: is a folder; give the sweep file (SWEEP.json)")
-    sweep = parse_sweep(read_json(p), p.name)
+    sweep = parse_sweep(read_json(p, pipes=True), p.name)
     base = p.parent
     planned = [PlannedRun(r, base / r.prepared, base / r.run_dir) for r in sweep.runs]
     folders: dict[Path, str] = {}

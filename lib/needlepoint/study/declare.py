@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import needlepoint
 from needlepoint.errors import NeedlepointError
@@ -60,24 +61,31 @@ def journal_head(run_dir: Path, shown: str, pilot: bool) -> JournalHead:
     """One journal as it stands: record count, final hash, attempts, outcomes, latest time."""
     from needlepoint.run.journal import read_chain
 
-    chain = read_chain(run_dir)
-    times = [r["time"] for r in chain.records if isinstance(r.get("time"), str)]
-    latest = None
-    for t in times:
-        try:
-            if latest is None or parse_iso_utc(t) > parse_iso_utc(latest):
-                latest = t
-        except (ValueError, OverflowError, OSError):
-            continue
+    counts = {"records": 0, "attempt": 0, "outcome": 0}
+    latest: list[str] = []
+
+    def visit(r: dict[str, Any], _: Any) -> None:  # a stream: never the whole journal at once
+        counts["records"] += 1
+        if r.get("type") in ("attempt", "outcome"):
+            counts[r["type"]] += 1
+        t = r.get("time")
+        if isinstance(t, str):
+            try:
+                if not latest or parse_iso_utc(t) > parse_iso_utc(latest[0]):
+                    latest[:] = [t]
+            except (ValueError, OverflowError, OSError):
+                pass
+
+    chain = read_chain(run_dir, visit, keep=False)
     declaration = lenient_field(lenient_json(run_dir / "run.json"), "declaration", "sha256")
     return JournalHead(
         path=shown,
         kind="pilot" if pilot else "run",
-        records=len(chain.records),
+        records=counts["records"],
         sha256=chain.head,
-        attempts=sum(r.get("type") == "attempt" for r in chain.records),
-        outcomes=sum(r.get("type") == "outcome" for r in chain.records),
-        last_time=latest,
+        attempts=counts["attempt"],
+        outcomes=counts["outcome"],
+        last_time=latest[0] if latest else None,
         declaration_sha256=declaration if isinstance(declaration, str) else None,
     )
 

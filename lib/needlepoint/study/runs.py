@@ -10,11 +10,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import sha256_hex
 
 # What identifies an outcome when two runs of the same request are compared.
-Answer = tuple[str, str, str]  # (status, kind, response text)
+# (status, kind, SHA-256 of the response text): equal answers compare equal, and a registry of
+# runs with huge answers holds 64 hex digits per answer, not the answers.
+Answer = tuple[str, str, str | None]
 
 
 @dataclass(frozen=True)
@@ -78,18 +82,22 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
     from needlepoint.run.results import load_frozen_plan
 
     run = read_run_record(run_dir)
-    chain = read_chain(run_dir)
     prepared = load_frozen_plan(run_dir, run, None)
     pilot = pilot_design is not None or run.extra.get("pilot") is True
     sha_of = {row.seq: row.request_sha256 for row in prepared.plan}
     answers: dict[str, Answer] = {}
     attempted = set()
-    for r in chain.records:
+
+    def visit(r: dict[str, Any], _: Any) -> None:  # a stream: one record at a time
         if r.get("type") == "attempt":
             attempted.add(r.get("seq"))
         if r.get("type") == "outcome" and r.get("http_status") is not None and r["seq"] in sha_of:
             c = r.get("classification") or {}
-            answers[sha_of[r["seq"]]] = (c.get("status"), c.get("kind"), c.get("response_text"))
+            text = c.get("response_text")
+            digest = None if text is None else sha256_hex(str(text).encode("utf-8", "replace"))
+            answers[sha_of[r["seq"]]] = (c.get("status"), c.get("kind"), digest)
+
+    chain = read_chain(run_dir, visit, keep=False)
     audit = audit_run(run_dir)
     first = next((p for p in audit.problems), "")
     audited = "ok" if audit.ok else f"FAILED ({len(audit.problems)}: {first[:120]})"
