@@ -100,7 +100,7 @@ def test_failed_cell_stops_and_keeps_the_partial_notebook(
     assert not (tmp_path / "ev" / "20260101-t" / "02-freeze.ipynb").exists()
 
 
-def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
+def test_html_links_one_shared_stylesheet_and_loads_nothing_else(tmp_path: Path) -> None:
     a = _notebook(tmp_path / "a.ipynb", ["x = 1"])
     b = _notebook(tmp_path / "b.ipynb", ["y = 2"])
     pages = [pipeline.render_html(a).read_text(), pipeline.render_html(b).read_text()]
@@ -109,8 +109,55 @@ def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
     for page in pages:
         head = page[: page.index("</head>")]
         assert f'<link rel="stylesheet" href="{sheets[0].name}">' in head
-        assert "<style" not in head and '<script type="module">' not in head
-    assert len(sorted(tmp_path.glob("notebook-*.mjs"))) == 1
+        assert "<style" not in head
+        # no CDN script (require.js, MathJax), no module script that file:// would refuse
+        assert "<script" not in page and "https://" not in head
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix not in (".ipynb", ".html")) == [
+        sheets[0].name
+    ]
+
+
+def test_html_title_names_the_notebook_and_its_folder(tmp_path: Path) -> None:
+    from nbformat.v4 import new_markdown_cell
+
+    folder = tmp_path / "20261130-offline-x"
+    folder.mkdir()
+    path = _notebook(folder / "04-analysis.ipynb", ["x = 1"])
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, new_markdown_cell("intro\n# 04 · Analysis\ntext"))
+    nbformat.write(nb, path)
+    page = pipeline.render_html(path).read_text()
+    assert "<title>04 · Analysis — 20261130-offline-x</title>" in page
+    bare = pipeline.render_html(_notebook(folder / "05-power.ipynb", ["x = 1"])).read_text()
+    assert "<title>05-power — 20261130-offline-x</title>" in bare
+
+
+def test_html_points_a_markdown_output_s_figures_at_their_folder(tmp_path: Path) -> None:
+    """summary.md names its figures beside itself; the page finds them under analysis_dir."""
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "fig.png").write_bytes(b"png")
+    (tmp_path / "here.png").write_bytes(b"png")
+    path = _notebook(
+        tmp_path / "04-analysis.ipynb",
+        [
+            'analysis_dir = "analysis"\nother = "elsewhere"',
+            "from IPython.display import Markdown\n"
+            "Markdown('![a](fig.png) ![b](here.png) ![c](gone.png) '\n"
+            "         '![d](data:image/png;base64,AA==)')",
+        ],
+        {0: ["parameters"]},
+    )
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, kernel_name="needlepoint", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    nbformat.write(nb, path)
+    page = pipeline.render_html(path).read_text()
+    assert 'src="analysis/fig.png"' in page  # rebased: it is in the parameter's folder
+    assert 'src="here.png"' in page and 'src="gone.png"' in page  # resolves / nowhere: as is
+    assert 'src="data:image/png;base64,AA=="' in page
 
 
 WARNING = "running over TCP without encryption"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.notebook.html import render_html
 
 NOTEBOOKS = (
     "01-design",
@@ -117,56 +118,6 @@ def plan_parameters(
     if unknown:
         raise NeedlepointError(f"no notebook has a parameter named {unknown[0]!r}")
     return [(nb, {k: v for k, v in overrides.items() if k in declared[nb]}) for nb in notebooks]
-
-
-# Inline assets of the nbconvert template's <head>: identical on every page.
-_HEAD_ASSETS = (
-    (
-        re.compile(r"<style[^>]*>\n?(.*?)</style>\n?", re.S),
-        "css",
-        '<link rel="stylesheet" href="{}">',
-    ),
-    (
-        re.compile(r'<script type="module">\n?(.*?)</script>\n?', re.S),
-        "mjs",
-        '<script type="module" src="{}"></script>',
-    ),
-)
-
-
-def _externalise(head: str, folder: Path) -> str:
-    """Move the head's inline styles and module scripts to files named by their SHA-256."""
-    from needlepoint.jsonio import sha256_hex
-
-    for pattern, suffix, tag in _HEAD_ASSETS:
-        parts = pattern.split(head)
-        content = "".join(parts[1::2])
-        if not content:
-            continue
-        asset = folder / f"notebook-{sha256_hex(content.encode('utf-8'))[:16]}.{suffix}"
-        if not asset.exists():
-            asset.write_text(content, encoding="utf-8")
-        # split() alternates text and captured content: keep the text, one link in place of all
-        head = parts[0] + tag.format(asset.name) + "\n" + "".join(parts[2::2])
-    return head
-
-
-def render_html(notebook: Path) -> Path:
-    """An HTML rendering beside the executed notebook, for readers without Jupyter.
-
-    The template's stylesheet and scripts (about 290 KB) are written once per evidence folder,
-    named by their SHA-256, and linked, instead of being copied into every page.
-    """
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
-    cut = body.find("</head>")
-    if cut >= 0:
-        body = _externalise(body[:cut], notebook.parent) + body[cut:]
-    out = notebook.with_suffix(".html")
-    out.write_text(body, encoding="utf-8")
-    return out
 
 
 def run_pipeline(
