@@ -207,3 +207,40 @@ def test_evidence_folder_stays_inside_its_root(tmp_path: Path) -> None:
     assert out == tmp_path / "20261130-offline-1"
     with pytest.raises(NeedlepointError, match="label"):
         pipeline.evidence_folder(tmp_path, "../x", "20261130")
+
+
+def test_the_notebooks_are_found_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the repository the pipeline finds the repository's notebooks (editable install)."""
+    monkeypatch.chdir(tmp_path)
+    assert pipeline.notebooks_folder(None) == NOTEBOOKS.resolve()
+    (tmp_path / "notebooks").mkdir()
+    _notebook(tmp_path / "notebooks" / "01-design.ipynb", ["x = 1"])
+    assert pipeline.notebooks_folder(None) == Path("notebooks")  # here first
+    assert pipeline.notebooks_folder(str(NOTEBOOKS)) == NOTEBOOKS
+
+
+def test_no_notebooks_anywhere_says_what_to_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import needlepoint
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(needlepoint, "__file__", str(tmp_path / "site" / "a" / "needlepoint.py"))
+    with pytest.raises(NeedlepointError, match=r"run from the repository root, or give --notebo"):
+        pipeline.notebooks_folder(None)
+    assert main(["pipeline", "--label", "x", "--notebooks", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == (
+        f"needlepoint pipeline: error: --notebooks {tmp_path / 'nope'}: no such folder\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing created, not even runs/
+
+
+def test_the_default_evidence_root_is_the_ignored_runs_folder() -> None:
+    from needlepoint.cli.app import build_parser
+
+    args = build_parser().parse_args(["pipeline", "--label", "x"])
+    assert args.evidence_root == pipeline.DEFAULT_ROOT == "runs"
+    ignored = (NOTEBOOKS.parent / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "/runs/" in ignored

@@ -72,7 +72,12 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
     cmds.required = True
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--model", default=SMOLLM2.key, choices=sorted(MODELS))
+        p.add_argument(
+            "--model",
+            default=SMOLLM2.key,
+            choices=sorted(MODELS),
+            help="packaged model key (default: %(default)s)",
+        )
 
     def served(p: argparse.ArgumentParser) -> None:
         common(p)
@@ -120,11 +125,21 @@ def _register_pipeline(sub: argparse._SubParsersAction) -> None:
         "local-pipeline", help="serve the packaged model and run every notebook live against it"
     )
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-smollm2")
-    p.add_argument("--protocol", default="protocols/local-smollm2.json")
+    p.add_argument(
+        "--protocol",
+        default="protocols/local-smollm2.json",
+        metavar="FILE",
+        help="protocol file to prepare and run (default: %(default)s)",
+    )
     p.add_argument("--model", default="smollm2", help="packaged model key or alias")
     p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
     p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
-    p.add_argument("--evidence-root", default="evidence")
+    p.add_argument(
+        "--evidence-root",
+        default="evidence",
+        metavar="DIR",
+        help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/)",
+    )
     p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
     p.set_defaults(func=_cmd_local_pipeline)
 
@@ -174,12 +189,22 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         "resumes.",
     )
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-compare")
-    p.add_argument("--protocol", default="protocols/local-compare.json")
+    p.add_argument(
+        "--protocol",
+        default="protocols/local-compare.json",
+        metavar="FILE",
+        help="protocol file of the design both models run (default: %(default)s)",
+    )
     p.add_argument(
         "--n-ctx", type=int, default=DEFAULT_N_CTX, help="both servers' context size (%(default)s)"
     )
     p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
-    p.add_argument("--evidence-root", default="evidence")
+    p.add_argument(
+        "--evidence-root",
+        default="evidence",
+        metavar="DIR",
+        help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/)",
+    )
     p.add_argument(
         "--date",
         help="YYYYMMDD of the folder (default: the existing folder of this label, or today)",

@@ -130,12 +130,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.set_defaults(func=_cmd_sweep)
 
     r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
-    r.add_argument("run_dir", metavar="RUNDIR")
+    r.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     r.add_argument("--prepared", help="prepared folder, if it moved since the run")
     r.set_defaults(func=_cmd_results)
 
     a = sub.add_parser("audit-run", help="check a run folder's journal, records and rules")
-    a.add_argument("run_dir", metavar="RUNDIR")
+    a.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     a.add_argument("--prepared", help="prepared folder, if it moved since the run")
     a.set_defaults(func=_cmd_audit_run)
 

@@ -33,7 +33,7 @@ def run_step(
     input_rate: float | None = None,
     output_rate: float | None = None,
     cost_cap: float | None = None,
-    progress: str = "deterministic",
+    progress: str = "terminal",
     fsync: bool = True,
     run_meta: dict[str, Any] | None = None,
 ) -> Any:
