@@ -56,7 +56,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 def _cmd_run(args: argparse.Namespace) -> int:
     from needlepoint.run.loop import run_protocol
 
-    summary = run_protocol(args.prepared, args.run_dir, run_options(args))
+    def say(line: str) -> None:  # the resume line, before anything is sent
+        print(line, flush=True)
+
+    summary = run_protocol(args.prepared, args.run_dir, run_options(args), say)
     for line in summary.lines():
         print(line)
     # A stop rule firing is not an error of the command, but scripts should be able to tell.

@@ -77,6 +77,8 @@ def write_run_record(run_dir: Path, record: RunRecord) -> str:
 def read_run_record(run_dir: Path) -> RunRecord:
     """Load run.json, refusing an unknown format and any field that is missing or malformed."""
     path = run_dir / RUN_NAME
+    if not path.exists():
+        _not_a_run_folder(Path(run_dir))
     value = read_json(path)
     if not isinstance(value, dict) or value.get("format") != RUN_FORMAT:
         raise NeedlepointError(f"{path}: field format: expected {RUN_FORMAT}")
@@ -85,6 +87,20 @@ def read_run_record(run_dir: Path) -> RunRecord:
     except NeedlepointError as exc:
         raise NeedlepointError(f"{path}: field {exc}") from None
     return record
+
+
+def _not_a_run_folder(folder: Path) -> None:
+    """Name the folder given where a run folder was expected, when it is another kind."""
+    if (folder / "plan.csv").is_file() and (folder / "manifest.json").is_file():
+        raise NeedlepointError(
+            f"{folder}: is a prepared folder (plan.csv, manifest.json; no run.json), not a run "
+            f"folder: this command takes the run folder that `needlepoint run {folder} "
+            "--run-dir RUNDIR ...` writes"
+        )
+    if (folder / "pilot.json").is_file() and (folder / "run" / RUN_NAME).is_file():
+        raise NeedlepointError(
+            f"{folder}: is a pilot folder, not a run folder; its run is {folder / 'run'}"
+        )
 
 
 def read_context_manifest(run_dir: Path) -> dict[str, Any]:

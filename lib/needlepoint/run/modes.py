@@ -69,4 +69,4 @@ def run_step(
         fsync=fsync,
         run_meta=run_meta,
     )
-    return run_protocol(prepared_dir, run_dir, options)
+    return run_protocol(prepared_dir, run_dir, options, print)

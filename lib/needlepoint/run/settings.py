@@ -12,13 +12,14 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from needlepoint.design.prepared import frozen_model
-from needlepoint.errors import NeedlepointError
+from needlepoint.errors import NeedlepointError, looks_like_secret
 from needlepoint.run.progress import PROGRESS_MODES
 
 if TYPE_CHECKING:
@@ -158,17 +159,11 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
             )
         if not model:
             raise NeedlepointError("a live run needs --model, equal to the frozen model")
-        if not api_key_env:
-            raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
-        key = os.environ.get(api_key_env, "")
-        if not key:
-            raise NeedlepointError(f"environment variable {api_key_env} is not set or empty")
-        if len(key) < MIN_KEY_LENGTH:
-            raise NeedlepointError(
-                f"the key in {api_key_env} is shorter than {MIN_KEY_LENGTH} characters, too short "
-                "to be kept out of the records reliably"
-            )
+        check_key_env_name(api_key_env)
+    # The prepared folder before the key: a wrong folder is the first thing to hear about.
     prepared = check_prepared(prepared_dir)
+    if simulate is None and api_key_env is not None:
+        key = read_key(api_key_env)
     frozen = frozen_model(prepared)
     if model is not None and model != frozen:
         raise NeedlepointError(
@@ -208,6 +203,38 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         run_meta=dict(o.run_meta or {}),
         allow_insecure_http=bool(o.allow_insecure_http) and simulate is None,
     )
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_key_env_name(name: str | None) -> None:
+    """``--api-key-env`` is the NAME of a variable; a value that is not a name is never echoed.
+
+    Someone who passes the key itself (``--api-key-env sk-...``) must not see it printed back
+    (into a terminal's scrollback or a CI log), so the refusal does not quote what was given.
+    """
+    if not name:
+        raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
+    if not _ENV_NAME.fullmatch(name) or looks_like_secret(name):
+        raise NeedlepointError(
+            "--api-key-env takes the NAME of the environment variable that holds the key "
+            "(letters, digits and _, e.g. OPENAI_API_KEY), not the key itself; the value given "
+            "is not shown"
+        )
+
+
+def read_key(name: str) -> str:
+    """The key from the environment variable ``name`` (checked by ``check_key_env_name``)."""
+    key = os.environ.get(name, "")
+    if not key:
+        raise NeedlepointError(f"environment variable {name} is not set or empty")
+    if len(key) < MIN_KEY_LENGTH:
+        raise NeedlepointError(
+            f"the key in {name} is shorter than {MIN_KEY_LENGTH} characters, too short "
+            "to be kept out of the records reliably"
+        )
+    return key
 
 
 def is_loopback(host: str | None) -> bool:
