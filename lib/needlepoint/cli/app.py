@@ -8,8 +8,10 @@ Each provider module exposes ``register(subparsers)``, which adds its sub-comman
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -169,6 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeedlepointError as exc:
         print(f"needlepoint {args.command}: error: {redact_secrets(str(exc))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `needlepoint dry-run DIR --plan | head`: the reader has all it wanted; say nothing.
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         line = redact_secrets(os_error_line(exc))
         print(f"needlepoint {args.command}: error: {line}", file=sys.stderr)

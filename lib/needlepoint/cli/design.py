@@ -9,10 +9,11 @@ import argparse
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
+    from needlepoint.design.budget import prepared_lines
     from needlepoint.design.freeze import prepare
 
     out = prepare(args.out, args.protocol, model=args.model, body_profile=args.body_profile)
-    print(f"prepared {out}")
+    print("\n".join(prepared_lines(out, str(args.out).rstrip("/") or str(out))))
     return 0
 
 
@@ -36,7 +37,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_dry_run(args: argparse.Namespace) -> int:
     from needlepoint.design.budget import dry_run
 
-    ok, lines = dry_run(args.dir)
+    ok, lines = dry_run(args.dir, plan=args.plan)
     print("\n".join(lines))
     return 0 if ok else 1
 
@@ -64,8 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="regenerate a prepared folder and compare every byte")
     p.add_argument("dir", metavar="DIR", help="the prepared folder")
     p.set_defaults(func=_cmd_verify)
-    p = sub.add_parser("dry-run", help="print the plan and budget; no network")
+    p = sub.add_parser("dry-run", help="print the budget (and the plan); no network")
     p.add_argument("dir", metavar="DIR", help="the prepared folder")
+    p.add_argument("--plan", action="store_true", help="also list every planned request")
     p.set_defaults(func=_cmd_dry_run)
     p = sub.add_parser("audit", help="independently audit a prepared folder from its files")
     p.add_argument("dir", metavar="DIR", help="the prepared folder")
