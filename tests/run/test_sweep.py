@@ -58,8 +58,17 @@ def servers(reference_dir: Path, n: int, delay_s: float) -> list[LoopbackServer]
     return [LoopbackServer(answers_from(p.answer_key, p.bodies), delay_s) for _ in range(n)]
 
 
+# A test session started in the background (`make test &`, a CI step) ignores SIGINT, and every
+# child inherits that; the sweep under test must hear the Ctrl-C the tests send it.
+_HEARS_SIGINT = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv = ['needlepoint', *sys.argv[1:]]; "
+    "runpy.run_module('needlepoint', run_name='__main__')"
+)
+
+
 def cli(path: Path) -> subprocess.Popen[str]:
-    args = [sys.executable, "-m", "needlepoint", "sweep", str(path), "--no-progress"]
+    args = [sys.executable, "-c", _HEARS_SIGINT, "sweep", str(path), "--no-progress"]
     env = {**os.environ, KEY_ENV: SENTINEL}
     pipe = subprocess.PIPE
     return subprocess.Popen(args, env=env, stdout=pipe, stderr=pipe, text=True)
