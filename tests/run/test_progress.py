@@ -13,8 +13,11 @@ from needlepoint.run.progress import Progress, terminal_stream
 
 
 def _read_all(fd: int) -> str:
+    """Everything written to the terminal so far (a pty hands it over write by write)."""
+    import select
+
     chunks = []
-    while True:
+    while select.select([fd], [], [], 0.5)[0]:
         try:
             chunk = os.read(fd, 65536)
         except OSError:
@@ -22,8 +25,6 @@ def _read_all(fd: int) -> str:
         if not chunk:
             break
         chunks.append(chunk)
-        if len(chunk) < 65536:
-            break
     return b"".join(chunks).decode("utf-8", "replace")
 
 
