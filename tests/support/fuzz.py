@@ -118,6 +118,15 @@ COMMANDS: tuple[Command, ...] = (
     Command("audit", P, lambda s, _: ["audit", str(s.prepared)]),
     Command("dry-run", P, lambda s, _: ["dry-run", str(s.prepared)]),
     Command(
+        "check-endpoint",
+        P,
+        # reads the prepared folder's frozen model, then finds no key: it never connects
+        lambda s, _: [
+            *["check-endpoint", str(s.prepared), "--base-url", "http://127.0.0.1:9/v1"],
+            *["--api-key-env", "NEEDLEPOINT_FUZZ_UNSET_KEY"],
+        ],
+    ),
+    Command(
         "prepare",
         P,
         lambda s, w: [

@@ -98,8 +98,11 @@ class Analysis:
             "exclusions": lambda: [_row(r) for r in doc.exclusions],
             "accuracy": lambda: [_row(r) for r in sec.accuracy],
             "refusal": lambda: [_row(r) for r in sec.refusal],
+            # every kind in every row: a kind a row lacks is a count of 0, not a missing value
             "errors": lambda: [
-                {k: v for k, v in _row(r).items() if k != "kinds"} | r.kinds for r in sec.errors
+                {k: v for k, v in _row(r).items() if k != "kinds"}
+                | {k: r.kinds.get(k, 0) for k in sorted({k for e in sec.errors for k in e.kinds})}
+                for r in sec.errors
             ],
             "failures": lambda: [_row(r) for r in sec.protocol_failures],
             "effects": lambda: [_row(r) for r in doc.effects.measures],

@@ -8,7 +8,7 @@ so a notebook's rcParams cannot change the bytes, and the PNG metadata carries n
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -64,3 +64,22 @@ def stable_figure(
         )
         write_bytes_atomic(path, buffer.getvalue())
     fig.clear()
+
+
+# Printed under every figure of the difference in middle loss, so it can be read on its own.
+MIDDLE_LOSS_NOTE = (
+    "middle loss = (B + E)/2 − M, from exact-correct answers (0 or 1) of one case, length and "
+    "similarity;\ndifference = middle loss at high similarity − middle loss at low similarity "
+    "(each lies between −2 and 2)"
+)
+
+
+def difference_limits(values: Sequence[float]) -> tuple[float, float]:
+    """Symmetric x limits that show every value: ±1.1 at least, never cutting a marker."""
+    reach = max([1.0, *(abs(v) for v in values)])
+    return -reach - 0.1, reach + 0.1
+
+
+def add_note(fig: Any, text: str) -> None:
+    """A small explanatory note along the bottom edge of the figure."""
+    fig.text(0.01, 0.06 / fig.get_figheight(), text, fontsize=7.5, color="#444444", va="bottom")

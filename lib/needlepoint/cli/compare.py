@@ -25,6 +25,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         allow_simulated=args.allow_simulated,
         figures=not args.no_figures,
         record=record,
+        labels=args.label,
     )
     for line in [*result.lines(), *record]:
         print(line)
@@ -47,6 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--allow-simulated",
         action="store_true",
         help="allow simulated runs beside live ones (every output then says so)",
+    )
+    c.add_argument(
+        "--label",
+        action="append",
+        metavar="NAME",
+        help="name of a run in every table and figure; once per run, in the order of the run "
+        "folders (default: each run's model)",
     )
     c.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     c.add_argument(

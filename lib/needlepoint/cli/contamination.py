@@ -125,6 +125,11 @@ def _report(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+REF_HELP = "reference answers: format,id,question,answer (docs/contamination.md)"
+RUNS_HELP = "what each run recorded: format,run_id,battery,started_at,value"
+RESULTS_HELP = "one answer per line, with its condition and tool_calls (docs/contamination.md)"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `contamination` and its checks to the `needlepoint` command."""
     parser = sub.add_parser(
@@ -145,7 +150,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_manifest)
 
     p = checks.add_parser("overlap", help="reference answers present verbatim in the context")
-    p.add_argument("--reference", required=True, metavar="REF.csv")
+    p.add_argument("--reference", required=True, metavar="REF.csv", help=REF_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument(
         "--discard", metavar="FILE", help="discard CSV: chance matches, each with a reason"
@@ -156,7 +161,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = checks.add_parser(
         "timeline", help="files newer than a run holding its results; poisoned reruns"
     )
-    p.add_argument("--runs", required=True, metavar="RUNS.csv")
+    p.add_argument("--runs", required=True, metavar="RUNS.csv", help=RUNS_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
     p.set_defaults(func=_timeline)
@@ -164,13 +169,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = checks.add_parser(
         "canary", help="clean-room canary, zero-tool-call leaks, tool_calls present"
     )
-    p.add_argument("--results", required=True, metavar="RESULTS.jsonl")
+    p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
     p.set_defaults(func=_canary)
 
     p = checks.add_parser("report", help="all checks -> contamination.json/.md; exit 1 on findings")
-    p.add_argument("--reference", required=True, metavar="REF.csv")
-    p.add_argument("--runs", required=True, metavar="RUNS.csv")
-    p.add_argument("--results", required=True, metavar="RESULTS.jsonl")
+    p.add_argument("--reference", required=True, metavar="REF.csv", help=REF_HELP)
+    p.add_argument("--runs", required=True, metavar="RUNS.csv", help=RUNS_HELP)
+    p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument("--discard", metavar="FILE", help="discard CSV for the overlap check")
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)

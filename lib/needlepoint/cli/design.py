@@ -11,6 +11,7 @@ import argparse
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from needlepoint.design.budget import prepared_lines
     from needlepoint.design.freeze import load_protocol, prepare_protocol
     from needlepoint.design.identity import design_fingerprint
     from needlepoint.study.fresh import check_fresh, check_version
@@ -23,7 +24,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     check_version(root, protocol["protocol_id"], protocol["version"], fingerprint, Path(args.out))
     protocol, notes = check_fresh(protocol, root, args.reuse_materials)
     out = prepare_protocol(args.out, protocol)
-    print(f"prepared {out}")
+    print("\n".join(prepared_lines(out, str(args.out).rstrip("/") or str(out))))
     for note in notes:
         print(note)
     return 0
@@ -49,7 +50,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_dry_run(args: argparse.Namespace) -> int:
     from needlepoint.design.budget import dry_run
 
-    ok, lines = dry_run(args.dir)
+    ok, lines = dry_run(args.dir, plan=args.plan)
     print("\n".join(lines))
     return 0 if ok else 1
 
@@ -87,11 +88,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=_cmd_prepare)
     p = sub.add_parser("verify", help="regenerate a prepared folder and compare every byte")
-    p.add_argument("dir")
+    p.add_argument("dir", metavar="DIR", help="the prepared folder")
     p.set_defaults(func=_cmd_verify)
-    p = sub.add_parser("dry-run", help="print the plan and budget; no network")
-    p.add_argument("dir")
+    p = sub.add_parser("dry-run", help="print the budget (and the plan); no network")
+    p.add_argument("dir", metavar="DIR", help="the prepared folder")
+    p.add_argument("--plan", action="store_true", help="also list every planned request")
     p.set_defaults(func=_cmd_dry_run)
     p = sub.add_parser("audit", help="independently audit a prepared folder from its files")
-    p.add_argument("dir")
+    p.add_argument("dir", metavar="DIR", help="the prepared folder")
     p.set_defaults(func=_cmd_audit)

@@ -161,7 +161,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "exact 95% intervals; keep the lengths inside the band, and recommend the smallest "
         "case count that reaches 80% power. Exit 1 when nothing qualifies (no file written).",
     )
-    c.add_argument("pilot_dir", metavar="PILOTDIR")
+    c.add_argument("pilot_dir", metavar="PILOTDIR", help="the pilot folder (`pilot --out`)")
     c.add_argument("--out", required=True, help="the new protocol file (never overwritten)")
     c.add_argument("--band", default="0.6,0.95", help="end-accuracy band (default %(default)s)")
     c.add_argument(

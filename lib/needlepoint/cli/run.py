@@ -1,4 +1,4 @@
-"""CLI provider for `needlepoint run`, `sweep`, `results` and `audit-run`.
+"""CLI provider for `needlepoint run`, `check-endpoint`, `sweep`, `results` and `audit-run`.
 
 The flag names are a stable interface: users script them. Heavy imports stay inside the
 command functions so that `needlepoint --help` stays fast.
@@ -57,7 +57,10 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 def _cmd_run(args: argparse.Namespace) -> int:
     from needlepoint.run.loop import run_protocol
 
-    summary = run_protocol(args.prepared, args.run_dir, run_options(args))
+    def say(line: str) -> None:  # the resume line, before anything is sent
+        print(line, flush=True)
+
+    summary = run_protocol(args.prepared, args.run_dir, run_options(args), say)
     for line in summary.lines():
         print(line)
     # A stop rule firing is not an error of the command, but scripts should be able to tell.
@@ -104,8 +107,35 @@ def _cmd_audit_run(args: argparse.Namespace) -> int:
     return 0 if audit.ok else 1
 
 
+def _cmd_check_endpoint(args: argparse.Namespace) -> int:
+    from needlepoint.run.endpoint import check_endpoint
+
+    model = args.model
+    if args.prepared is not None:
+        from needlepoint.design.prepared import frozen_model, load_prepared
+
+        frozen = frozen_model(load_prepared(args.prepared))
+        if model is not None and model != frozen:
+            raise NeedlepointError(
+                f"--model {model!r} differs from the model frozen in {args.prepared} ({frozen!r})"
+            )
+        model = frozen
+    if model is None:
+        raise NeedlepointError("give --model M, or the prepared folder whose model to look for")
+    report = check_endpoint(
+        args.base_url,
+        model,
+        args.api_key_env,
+        allow_insecure_http=args.allow_insecure_http,
+        timeout_s=args.timeout_s,
+    )
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the run, sweep, results and audit-run commands."""
+    """Add the run, check-endpoint, sweep, results and audit-run commands."""
     p = sub.add_parser(
         "run",
         help="send a prepared folder's frozen requests (live or simulated), journalled",
@@ -116,6 +146,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
     add_run_flags(p)
     p.set_defaults(func=_cmd_run)
+
+    e = sub.add_parser(
+        "check-endpoint",
+        help="check an endpoint before a run: TLS or loopback, GET /models, key, model listed",
+        description="Ask GET {base-url}/models once, with the runner's client and key rule: "
+        "reachable, key accepted, model listed. Sends nothing from any plan and writes nothing. "
+        "Exit 0 when every check passes, 1 when one fails, 2 on bad input.",
+    )
+    e.add_argument(
+        "prepared",
+        metavar="DIR",
+        nargs="?",
+        help="prepared folder whose frozen model to look for (or give --model)",
+    )
+    e.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, as for run")
+    e.add_argument("--model", help="the model that must be listed (default: DIR's frozen model)")
+    e.add_argument(
+        "--api-key-env", required=True, help="name of the environment variable holding the key"
+    )
+    e.add_argument(
+        "--allow-insecure-http",
+        action="store_true",
+        help="allow the key over plain http to a host that is not loopback",
+    )
+    e.add_argument(
+        "--timeout-s",
+        type=float,
+        default=15.0,
+        help="per operation; the whole request gets twice this (default %(default)s)",
+    )
+    e.set_defaults(func=_cmd_check_endpoint)
 
     w = sub.add_parser(
         "sweep",
@@ -130,12 +191,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.set_defaults(func=_cmd_sweep)
 
     r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
-    r.add_argument("run_dir", metavar="RUNDIR")
+    r.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     r.add_argument("--prepared", help="prepared folder, if it moved since the run")
     r.set_defaults(func=_cmd_results)
 
     a = sub.add_parser("audit-run", help="check a run folder's journal, records and rules")
-    a.add_argument("run_dir", metavar="RUNDIR")
+    a.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     a.add_argument("--prepared", help="prepared folder, if it moved since the run")
     a.set_defaults(func=_cmd_audit_run)
 

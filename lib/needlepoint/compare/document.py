@@ -1,8 +1,9 @@
 """`needlepoint compare`: runs of one design side by side, each analysed alone, never pooled.
 
 Writes comparison.json, comparison.md and three figures into one folder. Like the analysis, the
-output depends only on the runs: no dates, durations or absolute paths (run folders are named
-relative to the comparison folder), so comparing the same runs again gives the same bytes.
+output depends only on the runs: no dates, durations or absolute paths (runs are named by model
+or by the user's labels; their folders are recorded relative to the comparison folder), so
+comparing the same runs again gives the same bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from needlepoint.compare.build import FIGURES, build_comparison, relative
+from needlepoint.compare.build import FIGURES, build_comparison, relative, run_names
 from needlepoint.compare.record import ComparisonDocument, to_json
 from needlepoint.compare.runs import load_runs
 from needlepoint.compare.summary import comparison_markdown, run_name
@@ -37,7 +38,8 @@ class Comparison:
         for r in doc.runs:
             value = "—" if r.difference is None else f"{r.difference:.4g}"
             interval = "" if r.interval is None else f" [{r.interval[0]:.4g}, {r.interval[1]:.4g}]"
-            out.append(f"{run_name(r)} ({r.model}): {r.decision}; difference {value}{interval}")
+            model = "" if r.shown.startswith(r.model) else f" ({r.model})"
+            out.append(f"{run_name(r)}{model}: {r.decision}; difference {value}{interval}")
             out += [f"  {line}" for line in r.headline]
         out.append(f"not pooled, not ranked; each run analysed alone. Threshold {doc.threshold:g}.")
         return out
@@ -56,7 +58,7 @@ class Comparison:
         if name == "runs":
             keep = ("model", "body_profile", "simulation", "complete_cases", "difference")
             rows = [
-                {"run": r.run_dir}
+                {"run": r.shown}
                 | {k: getattr(r, k) for k in keep}
                 | {
                     "low": r.interval[0] if r.interval else None,
@@ -67,18 +69,17 @@ class Comparison:
             ]
         elif name == "failures":
             rows = [
-                {"run": r.run_dir} | r.protocol_failures | {"unexecuted": r.unexecuted}
-                for r in runs
+                {"run": r.shown} | r.protocol_failures | {"unexecuted": r.unexecuted} for r in runs
             ]
         elif name == "scores":
             rows = [
-                {"run": r.run_dir} | {f.name: getattr(s, f.name) for f in fields(s)}
+                {"run": r.shown} | {f.name: getattr(s, f.name) for f in fields(s)}
                 for r in runs
                 for s in r.scores
             ]
         else:
             rows = [
-                {"run": r.run_dir} | {f.name: getattr(c, f.name) for f in fields(c)}
+                {"run": r.shown} | {f.name: getattr(c, f.name) for f in fields(c)}
                 for r in runs
                 for c in r.accuracy
             ]
@@ -110,17 +111,20 @@ def compare_runs(
     allow_simulated: bool = False,
     figures: bool = True,
     record: Sequence[str] | None = None,
+    labels: Sequence[str] | None = None,
 ) -> Comparison:
     """Check and analyse each run alone, then write the comparison folder.
 
     ``record``: the study record's lines for comparison.md; by default each run's declaration
-    chain, for runs started under one (nothing for runs without).
+    chain, for runs started under one (nothing for runs without). ``labels`` name the runs in
+    every table and figure (one per run, in order); without them a run is named by its model.
     """
     out = Path(out_dir)
     runs = load_runs(run_dirs, allow_simulated)
+    run_names(runs, labels)  # bad labels are refused before anything is written
     if out.exists() and not out.is_dir():
         raise NeedlepointError(f"{out}: exists and is not a folder")
-    doc = build_comparison(runs, out, figures)
+    doc = build_comparison(runs, out, figures, labels)
     if record is None:
         record = declaration_record(run_dirs, out)
     text = comparison_markdown(doc, record)

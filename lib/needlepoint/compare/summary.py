@@ -19,8 +19,8 @@ def _rate(correct: int, valid: int, rate: float | None) -> str:
 
 
 def run_name(run: ComparedRun) -> str:
-    """How tables and figures name a run: its folder, and SIMULATION when simulated."""
-    return f"{run.run_dir} (SIMULATION)" if run.simulation else run.run_dir
+    """How tables and lines name a run: its name (label or model), and SIMULATION if simulated."""
+    return f"{run.shown} (SIMULATION)" if run.simulation else run.shown
 
 
 def interval_order(runs: Sequence[ComparedRun]) -> list[str]:
@@ -88,6 +88,13 @@ def _failures(doc: ComparisonDocument) -> list[str]:
     return markdown_table(["kind", *[run_name(r) for r in doc.runs]], rows)
 
 
+def _lenient(cell: ComparedCell) -> str:
+    """The lenient score beside the strict one, only where it differs (equal adds nothing)."""
+    if cell.lenient_correct == cell.correct:
+        return ""
+    return f"; lenient {_rate(cell.lenient_correct, cell.valid, cell.lenient_accuracy)}"
+
+
 def _cells(run: ComparedRun) -> list[str]:
     def key(c: ComparedCell) -> tuple[str, int]:
         return (c.similarity, c.length)
@@ -101,14 +108,20 @@ def _cells(run: ComparedRun) -> list[str]:
                 sim,
                 length,
                 *[
-                    f"{_rate(by[c].correct, by[c].valid, by[c].accuracy)}; lenient "
-                    f"{_rate(by[c].lenient_correct, by[c].valid, by[c].lenient_accuracy)}"
+                    _rate(by[c].correct, by[c].valid, by[c].accuracy)
+                    + _lenient(by[c])
                     + (f"; +{by[c].not_valid} not valid" if by[c].not_valid else "")
                     for c in conds
                 ],
             )
         )
     return [f"#### {run_name(run)}", "", *markdown_table(["similarity", "length", *conds], rows)]
+
+
+_CELLS_NOTE = (
+    "Correct / valid (strict); the lenient score follows a cell only where it differs from the "
+    "strict one."
+)
 
 
 def _item(line: str) -> str:
@@ -167,13 +180,21 @@ def comparison_markdown(doc: ComparisonDocument, record: Sequence[str] = ()) -> 
         ),
         "### Accuracy by position, similarity and length",
         "",
+        _CELLS_NOTE,
+        "",
         *[line for r in doc.runs for line in _cells(r)],
         "## Fingerprints",
         "",
         *markdown_table(
-            ["run", "model", "protocol fingerprint", "journal sha256"],
+            ["run", "model", "run folder", "protocol fingerprint", "journal sha256"],
             [
-                (run_name(r), r.model, f"`{r.protocol_fingerprint}`", f"`{r.journal_sha256}`")
+                (
+                    run_name(r),
+                    r.model,
+                    f"`{r.run_dir}`",
+                    f"`{r.protocol_fingerprint}`",
+                    f"`{r.journal_sha256}`",
+                )
                 for r in doc.runs
             ],
         ),

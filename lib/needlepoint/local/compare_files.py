@@ -246,7 +246,7 @@ _FILES = (
     ("01-design.ipynb", "the design: tables and the execution order (`figures/`)"),
     ("04-analysis-<model>.ipynb", "each run's analysis notebook"),
     ("07-compare.ipynb", "the comparison notebook"),
-    ("*.html, notebook-*.css, notebook-*.mjs", "the notebooks rendered, and their assets"),
+    ("*.html, notebook-*.css", "the notebooks rendered, and their stylesheet"),
 )
 
 

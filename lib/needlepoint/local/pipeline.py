@@ -33,7 +33,7 @@ def run_local_pipeline(
     n_ctx: int | None = None,
     timeout_s: float = 300.0,
     evidence_root: str | Path = "evidence",
-    notebooks_dir: str | Path = "notebooks",
+    notebooks_dir: str | Path | None = None,
     date: str | None = None,
 ) -> Path:
     """Serve the packaged model and run the pipeline live into ``evidence_root/<date>-<label>``."""

@@ -30,10 +30,9 @@ NOT_COMPARED: dict[str, str] = {
     # written by `needlepoint pipeline` from the executed notebook after execution, not by a
     # notebook; what they show is the notebook's outputs, which nbval compares
     "*.html": "HTML renderings of the executed notebooks, made by the pipeline, not by them",
-    # the nbconvert template's stylesheet and scripts, shared by the renderings above and
-    # named by their own SHA-256
+    # the nbconvert template's stylesheet, shared by the renderings above and named by its
+    # own SHA-256
     "notebook-*.css": "the renderings' shared stylesheet, named by its SHA-256",
-    "notebook-*.mjs": "the renderings' shared scripts, named by their SHA-256",
     # provenance is the one run file that must differ: the wall-clock start and git commit
     "run/provenance.jsonl": "the run's wall-clock time and git commit",
     "compare/runs/*/provenance.jsonl": "each compared run's wall-clock time and git commit",

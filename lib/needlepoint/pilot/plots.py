@@ -49,7 +49,8 @@ def accuracy_by_length(rec: cr.CalibrationRecord, path: str | Path) -> Path:
     title = "Pilot: accuracy by length with 95% exact intervals"
     lengths = [c.length for c in rec.lengths]
     xs = list(range(len(lengths)))
-    with stable_figure((7.5, 5.2), (0.8, 2.3, 0.5, 0.6), title, rec.pilot.simulation, path) as fig:
+    # The bottom margin holds two-line ticks (length, chosen or excluded) and the axis label.
+    with stable_figure((7.5, 5.5), (0.8, 2.3, 0.5, 0.95), title, rec.pilot.simulation, path) as fig:
         top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
         r = rec.rules
         top.axhspan(r.band_low, r.band_high, color="#fee08b", alpha=0.5, label="band (end)")

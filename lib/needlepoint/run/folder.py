@@ -21,7 +21,7 @@ from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
 from needlepoint.run.declaration import reference
-from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest
+from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest, not_a_run_folder
 from needlepoint.run.run_record import (
     RUN_FORMAT,
     RUN_KIND,
@@ -89,6 +89,8 @@ def write_run_record(run_dir: Path, record: RunRecord) -> str:
 def read_run_record(run_dir: Path) -> RunRecord:
     """Load run.json, refusing an unknown format and any field that is missing or malformed."""
     path = run_dir / RUN_NAME
+    if not os.path.lexists(path):
+        not_a_run_folder(Path(run_dir))
     value = read_json(path, follow=False)
     if not isinstance(value, dict) or value.get("format") != RUN_FORMAT:
         raise NeedlepointError(f"{path}: field format: expected {RUN_FORMAT}")

@@ -33,7 +33,7 @@ def run_step(
     input_rate: float | None = None,
     output_rate: float | None = None,
     cost_cap: float | None = None,
-    progress: str = "deterministic",
+    progress: str = "terminal",
     fsync: bool = True,
     run_meta: dict[str, Any] | None = None,
     declaration: str | Path | None = None,
@@ -72,4 +72,4 @@ def run_step(
         run_meta=run_meta,
         declaration=None if declaration is None else str(declaration),
     )
-    return run_protocol(prepared_dir, run_dir, options)
+    return run_protocol(prepared_dir, run_dir, options, print)

@@ -20,7 +20,7 @@ from needlepoint.run.journal_records import (
     interrupted_fields,
     received_fields,
 )
-from needlepoint.run.progress import Progress
+from needlepoint.run.progress import LIVE_MODES, Progress
 from needlepoint.run.run_record import SessionRecord
 from needlepoint.run.scoring import PROTOCOL_FAILURE
 from needlepoint.run.settings import Settings
@@ -119,7 +119,8 @@ class Session:
         while gap is not None and gap < self.s.min_gap_s:
             remaining = round(self.s.min_gap_s - gap, 6)
             self.progress.waiting(seq, self.last, remaining)
-            step = remaining if (self.clock.simulated or self.progress.mode != "auto") else 1.0
+            live = self.progress.mode in LIVE_MODES and not self.clock.simulated
+            step = 1.0 if live else remaining  # a live countdown ticks each second
             self.clock.sleep(min(step, remaining))
             gap = self.since_done()
         return gap

@@ -10,12 +10,13 @@ key in the environment.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needlepoint.design.prepared import frozen_model
-from needlepoint.errors import NeedlepointError
+from needlepoint.errors import NeedlepointError, looks_like_secret
 from needlepoint.run import limits
 from needlepoint.run.limits import MIN_KEY_LENGTH, is_loopback
 from needlepoint.run.progress import PROGRESS_MODES
@@ -134,8 +135,11 @@ class CheckedOptions:
     api_key: str | None
 
 
-def check_options(options: RunOptions) -> CheckedOptions:
-    """Every check that needs no prepared folder; a pilot runs them before it creates one."""
+def check_options(options: RunOptions, *, read_key_now: bool = True) -> CheckedOptions:
+    """Every check that needs no prepared folder; a pilot runs them before it creates one.
+
+    ``read_key_now=False``: the key is read later (``run`` checks its folder first).
+    """
     from needlepoint.run.simulate import SIM_MODES, PositionParams
 
     o = options
@@ -172,12 +176,9 @@ def check_options(options: RunOptions) -> CheckedOptions:
         limits.check_base_url(o.base_url, o.allow_insecure_http)
         if not o.model:
             raise NeedlepointError("a live run needs --model, equal to the frozen model")
-        if not o.api_key_env:
-            raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
-        key = os.environ.get(o.api_key_env, "")
-        if not key:
-            raise NeedlepointError(f"environment variable {o.api_key_env} is not set or empty")
-        limits.check_key(key, o.api_key_env)
+        check_key_env_name(o.api_key_env)
+        if read_key_now:
+            key = read_key(o.api_key_env)
     return CheckedOptions(allow, timeout, deadline or 2 * timeout, in_rate, out_rate, cap, gap, key)
 
 
@@ -186,7 +187,7 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
     from needlepoint.run.simulate import PositionParams
 
     o = options
-    c = check_options(o)
+    c = check_options(o, read_key_now=False)
     declared = None
     if o.declaration is not None:
         from needlepoint.run.declaration import read_declaration
@@ -197,7 +198,9 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
                 f"{o.declaration}: made on a simulated clock, so it proves no order in time; "
                 "a live run needs a declaration made with `needlepoint declare`"
             )
+    # The prepared folder before the key: a wrong folder is the first thing to hear about.
     prepared = check_prepared(prepared_dir)
+    key = read_key(o.api_key_env) if o.simulate is None and o.api_key_env else None
     frozen = frozen_model(prepared)
     if o.model is not None and o.model != frozen:
         raise NeedlepointError(
@@ -221,7 +224,7 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         base_url=o.base_url,
         model=frozen,
         api_key_env=o.api_key_env,
-        api_key=c.api_key,
+        api_key=key,
         min_gap_s=gap,
         protocol_min_gap_s=protocol_gap,
         override_reason=reason if gap < protocol_gap else None,
@@ -238,3 +241,31 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         allow_insecure_http=bool(o.allow_insecure_http) and o.simulate is None,
         declaration=declared,
     )
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_key_env_name(name: str | None) -> None:
+    """``--api-key-env`` is the NAME of a variable; a value that is not a name is never echoed.
+
+    Someone who passes the key itself (``--api-key-env sk-...``) must not see it printed back
+    (into a terminal's scrollback or a CI log), so the refusal does not quote what was given.
+    """
+    if not name:
+        raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
+    if not _ENV_NAME.fullmatch(name) or looks_like_secret(name):
+        raise NeedlepointError(
+            "--api-key-env takes the NAME of the environment variable that holds the key "
+            "(letters, digits and _, e.g. OPENAI_API_KEY), not the key itself; the value given "
+            "is not shown"
+        )
+
+
+def read_key(name: str) -> str:
+    """The key from the environment variable ``name`` (checked by ``check_key_env_name``)."""
+    key = os.environ.get(name, "")
+    if not key:
+        raise NeedlepointError(f"environment variable {name} is not set or empty")
+    limits.check_key(key, name)
+    return key

@@ -131,6 +131,12 @@ class Transport:
         request = self._client.build_request("POST", self.url, content=body, extensions=ext)
         return Outgoing(request, sha256_hex(request.content))
 
+    def build_get(self) -> Outgoing:
+        """A GET of the URL with no body (check-endpoint's ``/models``): nothing from a plan."""
+        ext = {"trace": self._watchdog.trace} if self._watchdog else {}
+        request = self._client.build_request("GET", self.url, extensions=ext)
+        return Outgoing(request, sha256_hex(b""))
+
     def send(self, outgoing: Outgoing) -> Exchange:
         """Send once. Never raises for network trouble: it is reported in the Exchange."""
         import httpx
