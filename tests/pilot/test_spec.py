@@ -47,7 +47,8 @@ def sha(data: bytes) -> str:
 
 
 def documented_rules() -> list[str]:
-    """The three ```text blocks of the section: pilot rule, calibrated rule, record addition."""
+    """The ```text blocks of the section: pilot rule, calibrated rule, the calibrated version's
+    record addition, the pilot's record addition."""
     return re.findall(r"```text\n(.*?)\n```", SPEC, flags=re.S)
 
 
@@ -228,7 +229,8 @@ def test_the_committed_live_pilots_follow_the_documented_rules(name: str) -> Non
 
 
 def test_the_documented_rules_are_the_ones_recorded() -> None:
-    pilot_rule, calibrated_rule, record_rule = documented_rules()
+    pilot_rule, calibrated_rule, record_rule, pilot_record_rule = documented_rules()
+    assert pilot_record_rule.startswith("; and, for every design run under the evidence root")
     c1 = ROOT / "evidence" / "20261201-local-pilot-calibrate" / "pilots" / "c1" / "pilot.json"
     assert json.loads(c1.read_text(encoding="utf-8"))["materials_seed"]["rule"] == pilot_rule
     assert record_rule.startswith("; and, for every design run under the evidence root")

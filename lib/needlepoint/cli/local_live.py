@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 
 from needlepoint.cli import args as types
+from needlepoint.cli.pilot import add_evidence_root
 from needlepoint.cli.run import add_declaration_flag
 
 
 def _cmd_local_pilot(args: argparse.Namespace) -> int:
-    from needlepoint.cli.pilot import parse_ints
+    from needlepoint.cli.pilot import parse_ints, pilot_record
     from needlepoint.local.live import run_local_pilot
 
+    records = pilot_record(args.protocol, args.out, args.version, args.evidence_root)
     result = run_local_pilot(
         args.protocol,
         args.out,
@@ -25,6 +27,7 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
         progress="off" if args.no_progress else "auto",
         declaration=args.declaration,
         version=args.version,
+        records=records,
     )
     for line in result.lines():
         print(line)
@@ -73,6 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=types.whole(1, 2**31 - 1),
         help="the pilot protocol's version (default: design's + 1)",
     )
+    add_evidence_root(p)
     add_declaration_flag(p)
     p.set_defaults(func=_cmd_local_pilot)
 

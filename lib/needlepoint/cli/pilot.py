@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 from needlepoint.cli.run import add_run_flags, run_options
+from needlepoint.pilot.heldout import OnRecord
 from needlepoint.errors import NeedlepointError
 
 
@@ -38,31 +39,38 @@ def parse_band(text: str) -> tuple[float, float]:
     return low, high
 
 
-def check_pilot_version(
+def pilot_record(
     protocol: str | None, out: str, version: int | None, root: str | None
-) -> None:
-    """A new pilot's version must be one that no other design under the evidence root uses."""
-
+) -> tuple[OnRecord, ...]:
+    """What a new pilot must avoid: a version number that another design under the evidence
+    root uses is refused; the designs run there are returned for its materials to avoid."""
     from needlepoint.pilot.folder import load_design
     from needlepoint.pilot.record import PILOT_NAME
-    from needlepoint.study.fresh import check_version
+    from needlepoint.study.fresh import check_version, records_for
     from needlepoint.study.record import evidence_root
 
     if (Path(out) / PILOT_NAME).exists():
-        return  # a resume: the version was chosen when the pilot was made
+        return ()  # a resume: the version and materials were chosen when the pilot was made
     design = load_design(protocol)
     wanted = design["version"] + 1 if version is None else version
     found = evidence_root(root, Path(out).parent)
     check_version(found, design["protocol_id"], wanted, exclude=Path(out))
+    return records_for(found)
 
 
 def _cmd_pilot(args: argparse.Namespace) -> int:
     from needlepoint.pilot.folder import run_pilot
 
     lengths = parse_ints("--lengths", args.lengths)
-    check_pilot_version(args.protocol, args.out, args.version, args.evidence_root)
+    records = pilot_record(args.protocol, args.out, args.version, args.evidence_root)
     result = run_pilot(
-        args.protocol, args.out, lengths, args.cases, run_options(args), version=args.version
+        args.protocol,
+        args.out,
+        lengths,
+        args.cases,
+        run_options(args),
+        version=args.version,
+        records=records,
     )
     for line in result.lines():
         print(line)

@@ -18,6 +18,7 @@ from typing import Any
 from needlepoint.errors import NeedlepointError
 from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
 from needlepoint.pilot.folder import PilotRun, run_pilot
+from needlepoint.pilot.heldout import OnRecord
 from needlepoint.pilot.record import RUN_DIR
 from needlepoint.run.loop import RunSummary, run_protocol
 from needlepoint.run.settings import RunOptions
@@ -125,8 +126,10 @@ def run_local_pilot(
     progress: str = "auto",
     declaration: str | None = None,
     version: int | None = None,
+    records: tuple[OnRecord, ...] = (),
 ) -> PilotRun:
-    """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it."""
+    """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it;
+    ``records``: the designs on record that a new pilot's materials avoid."""
     from needlepoint.pilot.folder import check_pilot_shape, load_design
 
     # Bad input is refused before a server starts.
@@ -138,7 +141,14 @@ def run_local_pilot(
     served = _served(model, n_ctx, run_dir, allow, timeout_s, progress, label, declaration)
     with served as (options, check):
         return run_pilot(
-            protocol_file, out_dir, lengths, cases, options, before_run=check, version=version
+            protocol_file,
+            out_dir,
+            lengths,
+            cases,
+            options,
+            before_run=check,
+            version=version,
+            records=records,
         )
 
 

@@ -22,7 +22,7 @@ from needlepoint.design.freeze import prepare_protocol
 from needlepoint.design.prepared import load_prepared, protocol_bytes
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json, write_bytes_atomic
-from needlepoint.pilot.heldout import pilot_seed
+from needlepoint.pilot.heldout import OnRecord, pilot_seed
 from needlepoint.pilot.record import (
     PILOT_FORMAT,
     PILOT_KIND,
@@ -121,15 +121,21 @@ def create_pilot(
     lengths: tuple[int, ...],
     cases: int,
     version: int | None = None,
+    records: tuple[OnRecord, ...] = (),
 ) -> PilotRecord:
-    """Prepare a new pilot folder: held-out seed, prepared folder, then pilot.json."""
+    """Prepare a new pilot folder: held-out seed, prepared folder, then pilot.json.
+
+    ``records``: the designs run under the evidence root, which the pilot's materials avoid.
+    """
     check_pilot_shape(design, lengths, cases)
     if version is not None and version == design["version"]:
         raise NeedlepointError(
             f"--version {version}: a pilot's version must differ from the design's"
         )
     ref = design_ref(design)
-    seed = pilot_seed(design, lambda s: pilot_protocol(design, lengths, cases, s, None, version))
+    seed = pilot_seed(
+        design, lambda s: pilot_protocol(design, lengths, cases, s, None, version), records
+    )
     rationale = PilotRationale(kind=PILOT_KIND, design=ref, materials_seed=seed)
     protocol = pilot_protocol(design, lengths, cases, seed.seed, rationale, version)
     prepare_protocol(out / PREPARED_DIR, protocol)
@@ -181,12 +187,14 @@ def run_pilot(
     options: RunOptions,
     before_run: Callable[[Path], None] | None = None,
     version: int | None = None,
+    records: tuple[OnRecord, ...] = (),
 ) -> PilotRun:
     """Create (or resume) a pilot folder and run it; results.csv is written after the session.
 
     ``before_run`` is called with the pilot's prepared folder before any request (a local
     server's token check, say); when it raises, nothing is sent. ``version``: the pilot
-    protocol's version (default: the design's + 1).
+    protocol's version (default: the design's + 1). ``records``: the designs run under the
+    evidence root, which a new pilot's materials avoid (a resumed pilot keeps its own).
     """
     out = Path(out_dir)
     design = load_design(protocol_path)
@@ -201,7 +209,7 @@ def run_pilot(
         raise NeedlepointError(f"{out}: exists, is not empty and has no {PILOT_NAME}")
     else:
         existed = out.exists()
-        record = create_pilot(out, design, lengths, cases, version)
+        record = create_pilot(out, design, lengths, cases, version, records)
     meta = {**(options.run_meta or {}), "pilot": True}
     try:
         if before_run is not None:

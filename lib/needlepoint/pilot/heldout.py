@@ -44,11 +44,18 @@ CALIBRATED_RULE = (
     f"{_DERIVED.format(CALIBRATED_PURPOSE)}; {_DISJOINT}"
 )
 # Added to the calibrated rule when designs on record were given (the study record's runs).
-RECORD_RULE = (
-    "; and, for every design run under the evidence root, no target name of the calibrated "
-    "version is a target or near name of it, no target code of the calibrated version is a code "
-    "of it, no target code of it is a code of the calibrated version, and no request of the "
-    "calibrated version is byte for byte one of its requests"
+_RECORD = (
+    "; and, for every design run under the evidence root{skip}, no target name of the {side} is "
+    "a target or near name of it, no target code of the {side} is a code of it, no target code "
+    "of it is a code of the {side}, and no request of the {side} is byte for byte one of its "
+    "requests"
+)
+RECORD_RULE = _RECORD.format(side="calibrated version", skip="")
+# Added to the pilot's rule when designs on record were given. A pilot with the candidate's own
+# design fingerprint is a model variant's pilot of the same design at the same lengths and
+# cases: it shares the materials by design (docs/pilot.md), so it is not compared.
+PILOT_RECORD_RULE = _RECORD.format(
+    side="pilot", skip=" other than a pilot with the candidate pilot's own design fingerprint"
 )
 
 
@@ -119,6 +126,7 @@ class OnRecord:
 
     materials: Materials
     requests: frozenset[str]
+    design_fingerprint: str | None = None
 
 
 def record_overlap(
@@ -158,17 +166,36 @@ def choose_seed(
     )
 
 
-def pilot_seed(design: dict[str, Any], pilot_of: Callable[[int], dict[str, Any]]) -> HeldOutSeed:
-    """A held-out seed for a pilot: ``pilot_of(seed)`` is the pilot protocol with that seed."""
+def pilot_seed(
+    design: dict[str, Any],
+    pilot_of: Callable[[int], dict[str, Any]],
+    records: tuple[OnRecord, ...] = (),
+) -> HeldOutSeed:
+    """A held-out seed for a pilot: ``pilot_of(seed)`` is the pilot protocol with that seed.
+
+    With ``records`` (designs run under the evidence root) the pilot also asks nothing any of
+    them asked, so a new pilot is fresh against everything on record, not only its design.
+    """
+    from needlepoint.design.identity import design_fingerprint
+
     materials = index_materials(generate_cases(design))
     base = design["seeds"]["materials"]
+
+    def overlap(seed: int) -> str | None:
+        protocol = pilot_of(seed)
+        mine = index_materials(generate_cases(protocol), "the pilot")
+        found = first_overlap(mine, materials)
+        if found is None and records:
+            own = design_fingerprint(protocol)
+            others = tuple(r for r in records if r.design_fingerprint != own)
+            found = record_overlap(mine, request_hashes(protocol), others)
+        return found
+
     return choose_seed(
         lambda k: derived_seed(base, PILOT_PURPOSE, k),
-        lambda seed: first_overlap(
-            index_materials(generate_cases(pilot_of(seed)), "the pilot"), materials
-        ),
+        overlap,
         "pilot",
-        PILOT_RULE,
+        PILOT_RULE + (PILOT_RECORD_RULE if records else ""),
     )
 
 

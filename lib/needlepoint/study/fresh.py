@@ -51,9 +51,8 @@ def designs_run(root: Path) -> list[DesignRun]:
         shown = Path(_relative(folder, base)).as_posix()
         materials = index_materials(generate_cases(prepared.protocol), f"`{shown}`")
         requests = frozenset(row.request_sha256 for row in prepared.plan)
-        out.append(
-            DesignRun(shown, design_fingerprint(prepared.protocol), OnRecord(materials, requests))
-        )
+        fingerprint = design_fingerprint(prepared.protocol)
+        out.append(DesignRun(shown, fingerprint, OnRecord(materials, requests, fingerprint)))
     return out
 
 
