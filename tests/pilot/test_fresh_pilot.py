@@ -22,11 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pilot(root: Path, name: str, design: Path, cases: int, *extra: str) -> int:
+    """A simulated pilot under ``root``, which is the evidence root when it is named so."""
+    recorded = ["--evidence-root", str(root)] if root.name == "evidence" else []
     return main(
         [
             *["pilot", "--protocol", str(design), "--out", str(root / name)],
             *["--lengths", "12", "--cases", str(cases), "--allow", str(cases * 8)],
-            *["--simulate", "perfect", "--no-progress", "--evidence-root", str(root), *extra],
+            *["--simulate", "perfect", "--no-progress", *recorded, *extra],
         ]
     )
 
@@ -42,7 +44,7 @@ def test_a_second_pilot_avoids_the_first_and_records_why(tmp_path: Path) -> None
     root.mkdir()
     design = design_file(tmp_path / "d")
     assert _pilot(root, "p4", design, 4) == 0
-    assert _pilot(root, "p8", design, 8) == 0
+    assert _pilot(root, "p8", design, 8, "--version", "7") == 0  # v6 is p4's
     first, second = read_pilot_record(root / "p4"), read_pilot_record(root / "p8")
     assert first.materials_seed.attempt == 0 and first.materials_seed.rule == heldout.PILOT_RULE
     seed = second.materials_seed
@@ -56,7 +58,7 @@ def test_a_second_pilot_avoids_the_first_and_records_why(tmp_path: Path) -> None
 def test_without_a_record_the_second_pilot_would_repeat_the_first(tmp_path: Path) -> None:
     design = design_file(tmp_path / "d")
     assert _pilot(tmp_path, "p4", design, 4) == 0  # no folder named evidence: nothing on record
-    assert _pilot(tmp_path, "p8", design, 8) == 0
+    assert _pilot(tmp_path, "p8", design, 8, "--version", "7") == 0
     assert read_pilot_record(tmp_path / "p8").materials_seed.attempt == 0
     names4, _ = _asked(tmp_path / "p4")
     names8, _ = _asked(tmp_path / "p8")
@@ -72,6 +74,18 @@ def test_a_model_variant_pilot_shares_the_materials(tmp_path: Path) -> None:
     assert _pilot(root, "v4", variant, 4) == 0
     assert read_pilot_record(root / "v4").materials_seed.attempt == 0
     assert _asked(root / "p4") == _asked(root / "v4")
+
+
+def test_a_version_another_design_uses_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys
+) -> None:
+    root = tmp_path / "evidence"
+    root.mkdir()
+    design = design_file(tmp_path / "d")
+    assert _pilot(root, "p4", design, 4) == 0
+    assert _pilot(root, "p8", design, 8) == 2  # its default version 6 is p4's
+    assert "version 6 of context-position-similar is already used" in capsys.readouterr().err
+    assert not (root / "p8").exists()
 
 
 def test_the_documented_pilot_record_rule_is_the_one_recorded() -> None:

@@ -14,7 +14,7 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
     from needlepoint.cli.pilot import parse_ints, pilot_record
     from needlepoint.local.live import run_local_pilot
 
-    records = pilot_record(args.protocol, args.out, args.version, args.evidence_root)
+    records, check = pilot_record(args)
     result = run_local_pilot(
         args.protocol,
         args.out,
@@ -28,6 +28,7 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
         declaration=args.declaration,
         version=args.version,
         records=records,
+        check=check,
     )
     for line in result.lines():
         print(line)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from needlepoint.cli.run import add_run_flags, run_options
-from needlepoint.pilot.heldout import OnRecord
 from needlepoint.errors import NeedlepointError
+from needlepoint.pilot.heldout import OnRecord
 
 
 def parse_ints(flag: str, text: str) -> tuple[int, ...]:
@@ -40,29 +42,44 @@ def parse_band(text: str) -> tuple[float, float]:
 
 
 def pilot_record(
-    protocol: str | None, out: str, version: int | None, root: str | None
-) -> tuple[OnRecord, ...]:
-    """What a new pilot must avoid: a version number that another design under the evidence
-    root uses is refused; the designs run there are returned for its materials to avoid."""
-    from needlepoint.pilot.folder import load_design
+    args: argparse.Namespace,
+) -> tuple[tuple[OnRecord, ...], Callable[[dict[str, Any]], None] | None]:
+    """What a new pilot must avoid under the evidence root: the designs run there (for its
+    materials), and a version number another design uses (checked on the pilot protocol its
+    seed gives, so that a model variant's pilot of the same design may share its version).
+
+    The check runs twice: here on the first candidate seed's protocol, before anything starts
+    (a local server included), and again on the chosen seed's, before anything is written.
+    """
+    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.pilot.folder import load_design, pilot_protocol
+    from needlepoint.pilot.heldout import PILOT_PURPOSE, derived_seed
     from needlepoint.pilot.record import PILOT_NAME
     from needlepoint.study.fresh import check_version, records_for
     from needlepoint.study.record import evidence_root
 
-    if (Path(out) / PILOT_NAME).exists():
-        return ()  # a resume: the version and materials were chosen when the pilot was made
-    design = load_design(protocol)
-    wanted = design["version"] + 1 if version is None else version
-    found = evidence_root(root, Path(out).parent)
-    check_version(found, design["protocol_id"], wanted, exclude=Path(out))
-    return records_for(found)
+    out = Path(args.out)
+    if (out / PILOT_NAME).exists():
+        return (), None  # a resume: the version and materials were chosen when it was made
+    found = evidence_root(args.evidence_root, out.parent)
+
+    def check(protocol: dict[str, Any]) -> None:
+        fingerprint = design_fingerprint(protocol)
+        pid, version = protocol["protocol_id"], protocol["version"]
+        check_version(found, pid, version, fingerprint, exclude=out)
+
+    design = load_design(args.protocol)
+    first = derived_seed(design["seeds"]["materials"], PILOT_PURPOSE, 0)
+    lengths = parse_ints("--lengths", args.lengths)
+    check(pilot_protocol(design, lengths, args.cases, first, None, args.version))
+    return records_for(found), check
 
 
 def _cmd_pilot(args: argparse.Namespace) -> int:
     from needlepoint.pilot.folder import run_pilot
 
     lengths = parse_ints("--lengths", args.lengths)
-    records = pilot_record(args.protocol, args.out, args.version, args.evidence_root)
+    records, check = pilot_record(args)
     result = run_pilot(
         args.protocol,
         args.out,
@@ -71,6 +88,7 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
         run_options(args),
         version=args.version,
         records=records,
+        check=check,
     )
     for line in result.lines():
         print(line)

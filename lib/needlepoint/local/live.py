@@ -127,9 +127,10 @@ def run_local_pilot(
     declaration: str | None = None,
     version: int | None = None,
     records: tuple[OnRecord, ...] = (),
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> PilotRun:
     """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it;
-    ``records``: the designs on record that a new pilot's materials avoid."""
+    ``records`` and ``check``: what a new pilot must avoid on record (``run_pilot``)."""
     from needlepoint.pilot.folder import check_pilot_shape, load_design
 
     # Bad input is refused before a server starts.
@@ -149,6 +150,7 @@ def run_local_pilot(
             before_run=check,
             version=version,
             records=records,
+            check=check,
         )
 
 

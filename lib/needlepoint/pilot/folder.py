@@ -122,10 +122,12 @@ def create_pilot(
     cases: int,
     version: int | None = None,
     records: tuple[OnRecord, ...] = (),
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> PilotRecord:
     """Prepare a new pilot folder: held-out seed, prepared folder, then pilot.json.
 
-    ``records``: the designs run under the evidence root, which the pilot's materials avoid.
+    ``records``: the designs run under the evidence root, which the pilot's materials avoid;
+    ``check`` is called with the pilot protocol before anything is written (and may refuse it).
     """
     check_pilot_shape(design, lengths, cases)
     if version is not None and version == design["version"]:
@@ -138,6 +140,8 @@ def create_pilot(
     )
     rationale = PilotRationale(kind=PILOT_KIND, design=ref, materials_seed=seed)
     protocol = pilot_protocol(design, lengths, cases, seed.seed, rationale, version)
+    if check is not None:
+        check(protocol)
     prepare_protocol(out / PREPARED_DIR, protocol)
     write_bytes_atomic(out / DESIGN_NAME, protocol_bytes(design))
     record = PilotRecord(
@@ -188,13 +192,15 @@ def run_pilot(
     before_run: Callable[[Path], None] | None = None,
     version: int | None = None,
     records: tuple[OnRecord, ...] = (),
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> PilotRun:
     """Create (or resume) a pilot folder and run it; results.csv is written after the session.
 
     ``before_run`` is called with the pilot's prepared folder before any request (a local
     server's token check, say); when it raises, nothing is sent. ``version``: the pilot
     protocol's version (default: the design's + 1). ``records``: the designs run under the
-    evidence root, which a new pilot's materials avoid (a resumed pilot keeps its own).
+    evidence root, which a new pilot's materials avoid (a resumed pilot keeps its own);
+    ``check`` may refuse the new pilot's protocol before anything is written.
     """
     out = Path(out_dir)
     design = load_design(protocol_path)
@@ -209,7 +215,7 @@ def run_pilot(
         raise NeedlepointError(f"{out}: exists, is not empty and has no {PILOT_NAME}")
     else:
         existed = out.exists()
-        record = create_pilot(out, design, lengths, cases, version, records)
+        record = create_pilot(out, design, lengths, cases, version, records, check)
     meta = {**(options.run_meta or {}), "pilot": True}
     try:
         if before_run is not None:
