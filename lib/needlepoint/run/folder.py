@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,7 @@ from needlepoint.run.run_record import (
     RunRecord,
     SimulationRecord,
 )
-from needlepoint.safeio import append_bytes, open_record
+from needlepoint.safeio import open_record
 from needlepoint.schema import from_plain, to_plain
 
 if TYPE_CHECKING:
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"
-PROVENANCE_NAME = "provenance.jsonl"
 LOCK_NAME = ".lock"
 # Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
 # A run's declaration is part of what it is: a resume must name the same one.
@@ -50,29 +48,6 @@ RESUME_FIXED = (
     "base_url",
     "declaration",
 )
-
-
-def git_commit() -> dict[str, Any] | None:
-    """The commit of the package source, when it runs from a git checkout; None otherwise."""
-    here = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return {"commit": head, "package_source_modified": bool(dirty)}
 
 
 def json_bytes(value: Any) -> bytes:
@@ -212,29 +187,6 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         allow_insecure_http=True if s.allow_insecure_http else None,
         declaration=None if s.declaration is None else reference(s.declaration, run_dir),
     )
-
-
-def append_provenance(run_dir: Path, time_iso: str) -> None:
-    """Record, per session, which code and environment ran: commit, interpreter, packages."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    packages = {}
-    for name in ("httpx", "numpy", "scipy", "pandas", "matplotlib", "papermill", "tqdm"):
-        try:
-            packages[name] = version(name)
-        except PackageNotFoundError:
-            packages[name] = None
-    line = {
-        "format": 1,
-        "time": time_iso,
-        "package_version": __version__,
-        "git": git_commit(),
-        "python": platform.python_version(),
-        "platform": platform.system(),
-        "packages": packages,
-    }
-    append_bytes(run_dir / PROVENANCE_NAME, canonical_bytes(line) + b"\n")
 
 
 # How long a runner waits for readers that hold the folder lock shared.

@@ -17,6 +17,7 @@ from pathlib import Path
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import MAX_JSON_FILE_BYTES, sha256_hex
 from needlepoint.run import folder as run_folder
+from needlepoint.run import provenance
 from needlepoint.run.clock import SIM_EPOCH, iso_utc
 from needlepoint.run.journal import Journal
 from needlepoint.run.resume import carry_recorded_gap, resume_line
@@ -113,7 +114,7 @@ def run_protocol(
             run_sha = run_folder.write_run_record(
                 root, run_folder.build_run_record(s, created, root)
             )
-        run_folder.append_provenance(root, iso_utc(time.time()))
+        provenance.append_provenance(root, iso_utc(time.time()))
         journal = Journal(root, fsync=s.fsync)
         try:
             return dataclasses.replace(_session(s, root, journal, run_sha), notes=tuple(notes))
@@ -130,6 +131,7 @@ def run_protocol(
                 ),
             )
             journal.close()
+            provenance.append_provenance(root, iso_utc(time.time()), end=True)
 
 
 def _refuse_foreign(root: Path) -> None:
