@@ -140,14 +140,15 @@ def run_local_pilot(
     label = f"pilot-{Path(out_dir).name}"
     run_dir = Path(out_dir) / RUN_DIR
     served = _served(model, n_ctx, run_dir, allow, timeout_s, progress, label, declaration)
-    with served as (options, check):
+    # The token check must not shadow ``check``, the version check of what is on record.
+    with served as (options, token_check):
         return run_pilot(
             protocol_file,
             out_dir,
             lengths,
             cases,
             options,
-            before_run=check,
+            before_run=token_check,
             version=version,
             records=records,
             check=check,
