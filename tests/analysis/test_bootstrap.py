@@ -186,3 +186,13 @@ def test_seeded_monte_carlo_is_reproducible_and_seed_sensitive() -> None:
     c = percentile_interval(values, seed=6, resamples=1000)
     assert (a.lower, a.upper) == (b.lower, b.upper)
     assert (a.lower, a.upper) != (c.lower, c.upper)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4, 13])
+def test_the_binomial_table_is_exactly_n_plus_one_square(n: int) -> None:
+    from needlepoint.analysis.bootstrap import _binomials
+
+    table = _binomials(n)
+    assert table.shape == (n + 1, n + 1) and table.dtype == np.int64
+    expected = [[math.comb(r, c) if c <= r else 0 for c in range(n + 1)] for r in range(n + 1)]
+    assert table.tolist() == expected

@@ -8,6 +8,7 @@ gets, since the report prints it verbatim.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import MISSING, fields
 
@@ -38,7 +39,9 @@ EXPLORATORY = " (exploratory: over all valid responses, as no case is complete)"
 Rule = Callable[[str, str, str], str]  # (case, similarity, condition) -> outcome spec
 
 
-def run(rule: Rule, cases: int = 3, simulation: bool = False) -> list[str]:
+def run(
+    rule: Rule, cases: int = 3, simulation: bool = False, rename: Callable = lambda o: o
+) -> list[str]:
     """Caveats of a run over ``cases`` cases at one length; ``rule`` gives each outcome."""
     outcomes = []
     seq = 0
@@ -54,6 +57,7 @@ def run(rule: Rule, cases: int = 3, simulation: bool = False) -> list[str]:
                     )
                 )  # fmt: skip
     protocol = reference_protocol()
+    outcomes = [rename(o) for o in outcomes]
     inp = AnalysisInput(protocol, "f" * 64, tuple(outcomes), simulation, None, "test")
     return list(primary(inp).caveats)
 
@@ -209,3 +213,13 @@ def test_the_incomplete_note_only_when_the_run_is_evaluable(broken: int, note: b
         lambda c, s, cond: "unexecuted" if int(c[1:]) <= broken and cond == "A" else "correct"
     )
     assert any("planned cases are incomplete" in n for n in notes) == note
+
+
+def test_a_similarity_other_than_low_or_high_counts_as_neither_for_the_ceiling() -> None:
+    # caveats reads the two similarity conditions by name: a row of any other similarity
+    # (no results table passes one, but caveats itself takes any Outcome) is not a 'high' one.
+    def medium(out: Outcome) -> Outcome:
+        return dataclasses.replace(out, similarity="medium") if out.similarity == "high" else out
+
+    notes = run(correct, rename=medium)
+    assert not any(n.startswith("Ceiling") for n in notes)
