@@ -207,17 +207,16 @@ def match_outcomes(
 
 @dataclass(frozen=True)
 class ConstantEntry:
-    """One registered equivalent constant mutant: the constant's whole value before and after."""
+    """One registered equivalent constant mutant: the constant and the change, as listed."""
 
     constant: str
-    before: str
-    after: str
+    change: str
     reason: str
     depends: tuple[Depends, ...] = ()
 
     @property
     def label(self) -> str:
-        return f"{self.constant}: {self.before!r} -> {self.after!r}"
+        return f"{self.constant}: {self.change}"
 
 
 @dataclass(frozen=True)
@@ -235,8 +234,7 @@ class ConstantRegister:
             found = [
                 v
                 for v in verdicts
-                if (v.mutant.constant, v.mutant.before, v.mutant.after)
-                == (e.constant, e.before, e.after)
+                if (v.mutant.constant, v.mutant.change) == (e.constant, e.change)
             ]
             if len(found) != 1:
                 problems.append(f"{e.label}: matches {len(found)} constant mutants, not one")
@@ -256,7 +254,7 @@ def load_constant_register(path: Path, modules: Iterable[str] = ()) -> ConstantR
     entries = []
     for i, raw in enumerate(data.get("constant", []), start=1):
         where = f"{path.name}: constant entry {i}"
-        names = ("constant", "before", "after", "reason")
+        names = ("constant", "change", "reason")
         fields = {k: raw.get(k) for k in names}
         bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
         extra = sorted(set(raw) - set(names) - {"depends"})
