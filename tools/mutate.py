@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("patterns", nargs="*", help="core modules or mutmut globs (default: all)")
     parser.add_argument("--workers", type=int, default=MAX_WORKERS, help="parallel mutants (max 2)")
     parser.add_argument("--keep", action="store_true", help="resume: reuse build/mutation's run")
-    parser.add_argument("--report", action="store_true", help="only report the previous run")
+    parser.add_argument("--report", action="store_true", help="report the previous run again")
     parser.add_argument("--summary", action="store_true", help="add up the shards' results files")
     parser.add_argument("--shards", action="store_true", help="list the shards (core modules)")
     args = parser.parse_args(argv)
@@ -117,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         register = load_register(REGISTER)
         check(register, files)
         with lock():
-            state = None if args.report else measure(patterns, args.workers, args.keep, table)
+            if args.report:
+                state = RunState.saved()
+            else:
+                state = measure(patterns, args.workers, args.keep, table)
             verdicts = read_verdicts()
             keys = selected(verdicts, patterns)
             if not keys:

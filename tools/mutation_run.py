@@ -261,9 +261,9 @@ class RunState:
     @classmethod
     def load(cls, fresh: bool, fingerprint: str) -> RunState:
         state = cls(fingerprint)
-        if not fresh and STATE.is_file():
-            saved = json.loads(STATE.read_text("utf-8"))
-            state.stats_fingerprint, state.stamps = saved["stats_fingerprint"], saved["stamps"]
+        before = None if fresh else cls.saved()
+        if before is not None:
+            state.stats_fingerprint, state.stamps = before.stats_fingerprint, before.stamps
         state.commit, state.clean = git_state()
         if state.stats_fingerprint != fingerprint:
             # mutmut maps only new tests onto functions; after any change, map them all again.
@@ -272,8 +272,21 @@ class RunState:
         state.save()
         return state
 
+    @classmethod
+    def saved(cls) -> RunState | None:
+        """The state of the last run as it was staged (for --report), if there is one."""
+        keys = ("fingerprint", "commit", "clean", "stats_fingerprint", "stamps")
+        saved = json.loads(STATE.read_text("utf-8")) if STATE.is_file() else {}
+        return cls(**{k: saved[k] for k in keys}) if all(k in saved for k in keys) else None
+
     def save(self) -> None:
-        data = {"stats_fingerprint": self.stats_fingerprint, "stamps": self.stamps}
+        data = {
+            "fingerprint": self.fingerprint,
+            "commit": self.commit,
+            "clean": self.clean,
+            "stats_fingerprint": self.stats_fingerprint,
+            "stamps": self.stamps,
+        }
         STATE.write_text(json.dumps(data, sort_keys=True), "utf-8")
 
     def current(self, key: str, verdicts: Verdicts) -> bool:
