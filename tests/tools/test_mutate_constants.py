@@ -104,7 +104,7 @@ def test_the_tests_run_are_the_mutation_selection_that_reads_the_constant() -> N
     selection = script.test_files(table)
     assert "tests/run/test_scoring.py" in selection
     assert not any(t.startswith(("tests/notebook/", "tests/tools/")) for t in selection)
-    assert "tests/run/test_resume.py" not in selection and "tests/test_layers.py" not in selection
+    assert "tests/run/test_resume.py" not in selection and "tests/test_limits_docs.py" in selection
     # Read by scoring's tests, and by the tests of modules importing the constant by name.
     readers = script.readers("needlepoint.run.scoring.PROTOCOL_FAILURE_KINDS", files)
     assert {"needlepoint.run.scoring", "needlepoint.analysis.inputs"} <= readers
