@@ -285,3 +285,39 @@ def test_make_mutate_passes_keep_and_the_modules_through(args: list[str], keep: 
     ).stdout
     command = next(line for line in out.splitlines() if "tools/mutate.py" in line)
     assert command.split()[2:] == [*(["--keep"] if keep else []), "needlepoint.run.scoring"]
+
+
+def test_property_tests_get_a_small_budget_only_while_mutmut_checks_a_mutant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+    from types import SimpleNamespace
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    spec = importlib.util.spec_from_file_location("suite_conftest", ROOT / "tests" / "conftest.py")
+    assert spec and spec.loader
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+
+    def budgets(mutant: str) -> list[int]:
+        @settings(max_examples=300, derandomize=True)
+        @given(st.integers())
+        def big(x: int) -> None: ...
+
+        @settings(max_examples=10)
+        @given(st.integers())
+        def small(x: int) -> None: ...
+
+        items = [SimpleNamespace(obj=big), SimpleNamespace(obj=small), SimpleNamespace(obj=None)]
+        monkeypatch.setenv("MUTANT_UNDER_TEST", mutant)
+        conftest.pytest_collection_modifyitems(items)
+        return [
+            big._hypothesis_internal_use_settings.max_examples,
+            small._hypothesis_internal_use_settings.max_examples,
+        ]
+
+    assert budgets("needlepoint.run.scoring.x_classify__mutmut_3") == [50, 10]
+    for ordinary in ("", "stats", "list_all_tests"):
+        assert budgets(ordinary) == [300, 10]
