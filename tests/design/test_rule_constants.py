@@ -1,0 +1,109 @@
+"""The design stage's rule constants, each pinned at its exact boundary with literal values.
+
+Never the constant itself: a test that imports the limit it checks moves with it.
+``make mutate-constants`` (docs/mutation.md) changes each constant in turn.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from needlepoint.design import profiles
+from needlepoint.design.materials import _Drawer
+from needlepoint.errors import NeedlepointError
+
+
+class _Draws:
+    """A JavaRandom stand-in: hands out the given values and records the bounds asked for."""
+
+    def __init__(self, *values: int) -> None:
+        self.values, self.bounds = list(values), []
+
+    def nextInt(self, bound: int) -> int:  # Java's name
+        self.bounds.append(bound)
+        return self.values.pop(0)
+
+
+def drawer(*values: int) -> _Drawer:
+    d = _Drawer.__new__(_Drawer)
+    d.rng, d.used_codes = _Draws(*values), set()
+    return d
+
+
+@pytest.mark.parametrize(
+    ("draw", "code"),
+    [(0, "AA-0000"), (9_999, "AA-9999"), (10_000, "AB-0000"), (259_999, "AZ-9999"),
+     (260_000, "BA-0000"), (6_759_999, "ZZ-9999")],
+)  # fmt: skip
+def test_a_code_is_one_draw_below_26_26_10000_split_into_letters_and_digits(
+    draw: int, code: str
+) -> None:
+    d = drawer(draw)
+    assert d.code() == code
+    assert d.rng.bounds == [6_760_000]
+
+
+def test_a_code_drawn_twice_is_drawn_again() -> None:
+    d = drawer(5, 5, 6)
+    assert (d.code(), d.code()) == ("AA-0005", "AA-0006")
+
+
+def protocol_with_stop(stop: object) -> dict:
+    from needlepoint.design.protocol import reference_protocol
+
+    return dict(reference_protocol(), stop=stop)
+
+
+def stop_problem(stop: object) -> str | None:
+    try:
+        profiles.validate_body_fields(protocol_with_stop(stop), "p.json")
+    except NeedlepointError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize(
+    "piece",
+    ["A", "Z", "AB", "ZZ", "-", "A-", "Z-1", "AB-", "AB-1", "AB-1234", "-0", "-9", "B-12",
+     "1", "0", "9", "12", "1234", "UNK", "NOWN"],
+)  # fmt: skip
+def test_a_stop_sequence_that_could_be_inside_an_answer_is_refused(piece: str) -> None:
+    assert stop_problem([piece]) == f"p.json: stop sequence {piece!r} could cut an answer short"
+
+
+@pytest.mark.parametrize(
+    "stop",
+    ["ABC", "ABC-1", "AB-12345", "12345", "@", "[", "@-1", "[-1", "AB-/", "AB-:", "/", ":",
+     "a", "ab-1234", "\n", "Answer", "###"],
+)  # fmt: skip
+def test_a_stop_sequence_no_code_or_unknown_can_hold_is_allowed(stop: str) -> None:
+    assert stop_problem([stop]) is None
+
+
+def test_one_to_four_stop_sequences() -> None:
+    assert stop_problem(["\n", "###", "END", "$$"]) is None
+    message = "p.json: stop must be a list of 1 to 4 strings"
+    assert stop_problem(["\n", "###", "END", "$$", "%%"]) == message
+    assert stop_problem([]) == message
+    assert stop_problem("\n") == message
+    assert stop_problem([""]) == "p.json: every stop sequence must be a non-empty string"
+    assert stop_problem(["\n", "\n"]) == "p.json: stop repeats a sequence"
+
+
+def test_the_profiles_their_endpoints_and_defaults() -> None:
+    assert profiles.PROFILES == ("chat", "reasoning", "completion")
+    assert profiles.DEFAULT_PROFILE == "chat"
+    assert profiles.ENDPOINTS == {
+        "chat": "/chat/completions",
+        "reasoning": "/chat/completions",
+        "completion": "/completions",
+    }
+    assert profiles.body_profile({}) == "chat"
+
+
+def test_a_completion_variant_gets_a_one_line_stop_and_the_answer_cue() -> None:
+    from needlepoint.design.protocol import reference_protocol
+
+    out = profiles.convert(reference_protocol(), "completion")
+    assert (out["stop"], out["answer_cue"]) == (["\n"], "\nAnswer:")
+    assert profiles.completion_prompt("S", "U", out["answer_cue"]) == "S\n\nU\nAnswer:"
