@@ -26,12 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutation_register import check_register, load_register, match_outcomes
 from mutation_report import MutateError, Outcome, mutant_changes, render, score
 from mutation_run import (
-    MAX_WORKERS,
     REGISTER,
     ROOT,
     STAGE,
     RunState,
     Verdicts,
+    add_workers,
+    check_workers,
     core_files,
     generate,
     lock,
@@ -96,15 +97,14 @@ def measure(patterns: list[str], workers: int, keep: bool, table: dict) -> RunSt
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("patterns", nargs="*", help="core modules or mutmut globs (default: all)")
-    parser.add_argument("--workers", type=int, default=MAX_WORKERS, help="parallel mutants (max 2)")
+    add_workers(parser, "mutants")
     parser.add_argument("--keep", action="store_true", help="resume: reuse build/mutation's run")
     parser.add_argument("--report", action="store_true", help="report the previous run again")
     parser.add_argument("--summary", action="store_true", help="add up the shards' results files")
     parser.add_argument("--shards", action="store_true", help="list the shards (core modules)")
     args = parser.parse_args(argv)
     try:
-        if not 1 <= args.workers <= MAX_WORKERS:
-            raise MutateError(f"--workers must be 1 or {MAX_WORKERS}: the machine is shared")
+        check_workers(args.workers)
         table = mutmut_config()
         files = core_files(table)
         if args.shards:

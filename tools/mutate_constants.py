@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from constant_mutants import ConstantMutant, constant_mutants
 from mutation_register import load_constant_register
 from mutation_report import MutateError
-from mutation_run import MAX_WORKERS, REGISTER, ROOT, core_files, mutmut_config, say
+from mutation_run import REGISTER, ROOT, add_workers, check_workers, core_files, mutmut_config, say
 
 STAGE = ROOT / "build" / "constants"
 TIME_LIMIT = (4.0, 60.0)  # a mutant's tests may take 4x their clean time plus a minute
@@ -181,12 +181,11 @@ def _warm() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", help="core modules (default: all)")
-    parser.add_argument("--workers", type=int, default=MAX_WORKERS, help="parallel runs (max 2)")
+    add_workers(parser, "test runs")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     args = parser.parse_args(argv)
     try:
-        if not 1 <= args.workers <= MAX_WORKERS:
-            raise MutateError(f"--workers must be 1 or {MAX_WORKERS}: the machine is shared")
+        check_workers(args.workers)
         table = mutmut_config()
         files = core_files(table)
         unknown = [m for m in args.modules if m not in files]

@@ -87,12 +87,7 @@ def load_register(path: Path) -> tuple[Entry, ...]:
     entries = []
     for i, raw in enumerate(data.get("equivalent", []), start=1):
         where = f"{path.name}: equivalent entry {i}"
-        fields = {k: raw.get(k) for k in FIELDS}
-        bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
-        extra = sorted(set(raw) - set(FIELDS) - {"depends"})
-        if bad or extra:
-            what = f"needs {bad[0]}" if bad else f"unknown field {extra[0]}"
-            raise MutateError(f"{where} {what}")
+        fields = _fields(raw, FIELDS, where)
         if not (_lines_ok(fields["before"]) and _lines_ok(fields["after"])):
             raise MutateError(
                 f"{where}: before and after are the exact lines, with their indentation"
@@ -106,6 +101,16 @@ def load_register(path: Path) -> tuple[Entry, ...]:
     if twice:
         raise MutateError(f"{path.name}: {twice[0][0]} is registered twice for one change")
     return tuple(entries)
+
+
+def _fields(raw: dict, names: Sequence[str], where: str) -> dict[str, str]:
+    """An entry's named fields, each a non-empty string, and nothing else but ``depends``."""
+    fields = {k: raw.get(k) for k in names}
+    bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
+    extra = sorted(set(raw) - set(names) - {"depends"})
+    if bad or extra:
+        raise MutateError(f"{where} {f'needs {bad[0]}' if bad else f'unknown field {extra[0]}'}")
+    return fields  # type: ignore[return-value]
 
 
 def module_of(function: str, modules: Iterable[str]) -> str | None:
@@ -254,13 +259,7 @@ def load_constant_register(path: Path, modules: Iterable[str] = ()) -> ConstantR
     entries = []
     for i, raw in enumerate(data.get("constant", []), start=1):
         where = f"{path.name}: constant entry {i}"
-        names = ("constant", "change", "reason")
-        fields = {k: raw.get(k) for k in names}
-        bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
-        extra = sorted(set(raw) - set(names) - {"depends"})
-        if bad or extra:
-            what = f"needs {bad[0]}" if bad else f"unknown field {extra[0]}"
-            raise MutateError(f"{where} {what}")
+        fields = _fields(raw, ("constant", "change", "reason"), where)
         if modules and fields["constant"].rpartition(".")[0] not in modules:
             raise MutateError(f"{where}: {fields['constant']} is not in a mutated module")
         depends = _depends(raw["depends"], where) if "depends" in raw else ()

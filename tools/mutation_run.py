@@ -8,6 +8,7 @@ measured on other code or tests is measured again instead of being mixed in.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import fnmatch
@@ -59,6 +60,17 @@ m.create_mutants(int(sys.argv[1]))
 
 def say(text: str) -> None:
     print(f"mutate: {text}", file=sys.stderr, flush=True)
+
+
+def add_workers(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--workers", type=int, default=MAX_WORKERS, help=f"{what} at a time (at most 2)"
+    )
+
+
+def check_workers(workers: int) -> None:
+    if not 1 <= workers <= MAX_WORKERS:
+        raise MutateError(f"--workers must be 1 or {MAX_WORKERS}: the machine is shared")
 
 
 def mutmut_config(pyproject: Path = ROOT / "pyproject.toml") -> dict:
