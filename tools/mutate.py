@@ -88,7 +88,7 @@ def measure(patterns: list[str], workers: int, keep: bool, table: dict) -> RunSt
     say(f"{len(todo)} mutants to check")
     reset(todo, verdicts)
     try:
-        run_mutmut(state.mutmut_args(todo, patterns, verdicts), workers)
+        run_mutmut(state.mutmut_args(todo, patterns, verdicts), workers, len(todo))
     finally:  # an interrupted run keeps what it measured, for --keep to resume
         state.stamp(todo, read_verdicts())
     return state

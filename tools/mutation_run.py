@@ -326,14 +326,17 @@ class RunState:
         self.save()
 
 
-def run_mutmut(args: list[str], workers: int) -> None:
-    """Run ``mutmut run`` in STAGE, with progress on stderr and the full log in mutmut.log."""
+def run_mutmut(args: list[str], workers: int, count: int) -> None:
+    """Run ``mutmut run`` in STAGE, with progress on stderr and the full log in mutmut.log.
+
+    mutmut counts every mutant it knows; the progress line counts the ``count`` checked now.
+    """
     exe = Path(sys.executable).with_name("mutmut")
     if not exe.exists():
         raise MutateError(f"mutmut is not installed beside {sys.executable}: run make setup")
     cmd = [str(exe), "run", "--max-children", str(workers), *args]
     start = last = time.monotonic()
-    phase, buffer = "", ""
+    phase, buffer, base = "", "", None
     with open(STAGE / "mutmut.log", "ab") as log:
         proc = subprocess.Popen(
             cmd,
@@ -352,13 +355,17 @@ def run_mutmut(args: list[str], workers: int) -> None:
                     phase = name
                     say(f"{name.lower()} ({_clock(time.monotonic() - start)})")
             progress = PROGRESS.findall(buffer)
-            if progress and phase == PHASES[-1] and time.monotonic() - last >= 20:
-                last = time.monotonic()
-                done, total, killed, no_tests, _, _, survived = map(int, progress[-1])
-                say(
-                    f"{done}/{total} mutants checked: {killed} killed, {survived} survived, "
-                    f"{no_tests} reached by no test ({_clock(last - start)})"
-                )
+            if progress and phase == PHASES[-1]:
+                now = [int(n) for i, n in enumerate(progress[-1]) if i != 1]
+                base = base or now  # what had a verdict before this run
+                if time.monotonic() - last >= 20:
+                    last = time.monotonic()
+                    delta = [a - b for a, b in zip(now, base, strict=True)]
+                    done, killed, no_tests, _, _, survived = delta
+                    say(
+                        f"{done}/{count} mutants checked: {killed} killed, {survived} survived, "
+                        f"{no_tests} reached by no test ({_clock(last - start)})"
+                    )
         code = proc.wait()
     if code != 0:
         log_text = (STAGE / "mutmut.log").read_text("utf-8", "replace").replace("\r", "\n")
