@@ -108,8 +108,12 @@ def test_the_tests_run_are_the_mutation_selection_that_reads_the_constant() -> N
     # Read by scoring's tests, and by the tests of modules importing the constant by name.
     readers = script.readers("needlepoint.run.scoring.PROTOCOL_FAILURE_KINDS", files)
     assert {"needlepoint.run.scoring", "needlepoint.analysis.inputs"} <= readers
-    tests = script.tests_for("needlepoint.run.scoring.CODE_RE", files, selection)
-    assert "tests/run/test_scoring_boundaries.py" in tests
+    own, rest = script.tests_for("needlepoint.run.scoring.CODE_RE", files, selection)
+    assert (
+        "tests/run/test_scoring_boundaries.py" in own and "tests/run/test_rule_constants.py" in own
+    )
+    assert "tests/analysis/test_inputs.py" in rest  # inputs imports from scoring
+    assert not set(own) & set(rest)
 
 
 def test_every_core_constant_has_tests_to_run() -> None:
