@@ -240,3 +240,49 @@ def test_pooling_is_refused_with_the_whole_reason(prepared: Prepared) -> None:
         assert str(info.value) == message
     refuse_pooling([sim], ["a.csv"])
     refuse_pooling([], [])
+
+
+def test_pooling_needs_a_name_for_every_input(prepared: Prepared) -> None:
+    sim = make_input(prepared)
+    with pytest.raises(ValueError, match="zip"):
+        refuse_pooling([sim, sim], ["a.csv"])
+
+
+@pytest.fixture(scope="module")
+def simulated_run(tmp_path_factory: pytest.TempPathFactory, prepared: Prepared) -> Path:
+    from needlepoint import cli
+
+    run_dir = tmp_path_factory.mktemp("run") / "run"
+    argv = ["run", str(prepared.root), "--allow", "128", "--run-dir", str(run_dir)]
+    assert cli.main([*argv, "--simulate", "perfect", "--no-progress"]) == 0
+    return run_dir
+
+
+def test_a_run_is_read_from_its_journal_with_the_prepared_folder_given(
+    tmp_path: Path, prepared: Prepared, simulated_run: Path
+) -> None:
+    import shutil
+
+    from needlepoint.analysis.inputs import from_run
+
+    inp = from_run(simulated_run)
+    assert (inp.source, inp.simulation, inp.unverified) == ("run journal", True, None)
+    assert len(inp.journal_sha256 or "") == 64 and len(inp.outcomes) == 128
+    # A prepared folder given explicitly is the one read, not the one run.json names.
+    moved = Path(shutil.copytree(prepared.root, tmp_path / "moved"))
+    assert from_run(simulated_run, moved).outcomes == inp.outcomes
+    shutil.rmtree(moved)
+    with pytest.raises(NeedlepointError) as info:
+        from_run(simulated_run, moved)
+    assert str(info.value).startswith(f"{moved}: ")
+
+
+def test_a_main_run_is_not_a_pilot(simulated_run: Path) -> None:
+    from needlepoint.analysis.inputs import from_run
+
+    with pytest.raises(NeedlepointError) as info:
+        from_run(simulated_run, pilot=True)
+    assert (
+        str(info.value)
+        == f"{simulated_run}: is not a pilot (run.json extra.pilot does not mark one)"
+    )

@@ -180,3 +180,19 @@ def test_a_body_is_base64_when_escaping_would_more_than_double_it() -> None:
         assert encode_body(control * 7 + b"a" * 27)[1] == "base64"  # 35 more for 34
     assert encode_body(b" " * 40) == (" " * 40, "utf-8")
     assert encode_body(b'"' * 3 + b"\\" * 3) == ('"""\\\\\\', "utf-8")  # 6 more for 6
+
+
+def test_a_parse_failure_keeps_the_parsers_reason_up_to_200_characters() -> None:
+    from needlepoint.run.interpret import _short
+
+    assert _short(ValueError("x" * 200)) == "x" * 200
+    assert _short(ValueError("x" * 201)) == "x" * 200 + "…"
+    broken = parse_response(b'{"a": NaN}')
+    assert (broken.kind, broken.reason) == (
+        "unparsable_json",
+        "not JSON (NaN is not a JSON number)",
+    )
+    cut = parse_response(b"{")
+    assert cut.reason == (
+        "not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"
+    )
