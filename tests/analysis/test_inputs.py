@@ -286,3 +286,28 @@ def test_a_main_run_is_not_a_pilot(simulated_run: Path) -> None:
         str(info.value)
         == f"{simulated_run}: is not a pilot (run.json extra.pilot does not mark one)"
     )
+
+
+def test_a_re_chained_journal_row_is_named_by_its_line_in_the_re_derived_table(
+    tmp_path: Path, simulated_run: Path
+) -> None:
+    import json
+    import shutil
+
+    from support.mutations import rechain
+
+    from needlepoint.analysis.inputs import from_run
+
+    run = Path(shutil.copytree(simulated_run, tmp_path / "run"))
+    journal = run / "journal.jsonl"
+    records = [json.loads(line) for line in journal.read_text("utf-8").splitlines()]
+    seventh = [r for r in records if r["type"] == "outcome"][6]
+    seventh["classification"] |= {"status": "error", "kind": "bad_format"}
+    journal.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    rechain(journal)
+    with pytest.raises(NeedlepointError) as info:
+        from_run(run)
+    assert str(info.value) == (
+        f"run/results (re-derived from the journal):{seventh['seq'] + 1}: field status: recorded "
+        "error/bad_format but the response text scores as correct/-"
+    )
