@@ -151,3 +151,29 @@ def test_without_a_threshold_the_curve_has_no_threshold_line(
     labels = [line["label"] for line in figures[0]["axes"][0]["lines"]]
     assert labels == ["8 cases", "90%"]
     assert figures[0]["axes"][0]["lines"][1]["y"] == [0.9, 0.9]
+
+
+def test_without_a_model_or_a_study_the_defaults_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    small = PowerStudy(cases=(2,), effects=(0.0,), simulations=5, seed=3)
+    monkeypatch.setattr(sensitivity, "PowerStudy", lambda: small)
+    lines = sensitivity_lines()
+    assert lines[1] == (
+        "model: P(correct) B 0.95, M 0.9, E 0.95, A 0.95; protocol-failure rate 0; run stops "
+        "after 2 consecutive failures"
+    )
+    assert lines[3] == "5 simulated runs per point, seed 3"
+
+
+def test_the_power_table_is_simulated_under_the_prepared_protocol(tmp_path: Path) -> None:
+    from needlepoint.design.freeze import prepare_protocol
+    from needlepoint.design.prepared import load_prepared
+
+    protocol = reference_protocol()
+    protocol["analysis"]["threshold"] = 0.4
+    protocol["version"] = 2
+    folder = prepare_protocol(tmp_path / "prepared", protocol)
+    study = PowerStudy(cases=(4,), effects=(0.5,), simulations=40, seed=7)
+    frozen = load_prepared(folder).protocol
+    power = float(power_grid(MODEL, study, frozen)["power"].iloc[0])
+    assert power != float(power_grid(MODEL, study)["power"].iloc[0])
+    assert f"  0.50  {power:12.3f}" in sensitivity_lines(MODEL, study, prepared=folder)
