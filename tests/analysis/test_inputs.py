@@ -311,3 +311,20 @@ def test_a_re_chained_journal_row_is_named_by_its_line_in_the_re_derived_table(
         f"run/results (re-derived from the journal):{seventh['seq'] + 1}: field status: recorded "
         "error/bad_format but the response text scores as correct/-"
     )
+
+
+def test_a_pilots_prepared_folder_is_never_read_as_a_main_run(
+    tmp_path: Path, prepared: Prepared
+) -> None:
+    from needlepoint.design.freeze import prepare_protocol
+
+    protocol = {**prepared.protocol, "version": 2, "rationale": {"kind": "pilot"}}
+    folder = prepare_protocol(tmp_path / "pilot", protocol)
+    rows = make_rows(dataclasses.replace(prepared, root=folder))
+    with pytest.raises(NeedlepointError) as info:
+        from_results_csv(write_csv(tmp_path / "results.csv", rows), folder)
+    assert str(info.value) == (
+        f"{folder}: is a pilot (its protocol's rationale says so): pilots run on held-out "
+        "materials to calibrate a design and are never analysed as a main run; use needlepoint "
+        "calibrate"
+    )

@@ -196,3 +196,10 @@ def test_a_parse_failure_keeps_the_parsers_reason_up_to_200_characters() -> None
     assert cut.reason == (
         "not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"
     )
+
+
+def test_quotes_and_backslashes_count_one_each_towards_the_base64_switch() -> None:
+    # Two controls (10 more), a quote and a backslash (2 more): 12 more bytes for 11.
+    body = b"\x00\x00" + b'"' + b"\\" + b"a" * 7
+    assert encode_body(body)[1] == "base64"
+    assert encode_body(body + b"a")[1] == "utf-8"  # 12 more for 12
