@@ -328,3 +328,14 @@ def test_a_pilots_prepared_folder_is_never_read_as_a_main_run(
         "materials to calibrate a design and are never analysed as a main run; use needlepoint "
         "calibrate"
     )
+
+
+def test_a_journal_digest_holds_lowercase_hex_digits_only(prepared: Prepared) -> None:
+    rows = make_rows(prepared)[:1]
+    one = dataclasses.replace(prepared, plan=prepared.plan[:1])
+    for c in map(chr, range(0x20, 0x7F)):
+        rows[0]["journal_sha256"] = c * 64
+        if c in "0123456789abcdef":
+            validate_rows([(2, rows[0])], one, "t.csv")
+        else:
+            assert refused(one, rows).endswith("field journal_sha256: not a SHA-256 hex digest")

@@ -156,3 +156,20 @@ def test_the_protocols_analysis_block_is_named_when_malformed() -> None:
     del protocol["analysis"]["confidence"]
     with pytest.raises(NeedlepointError, match=r"protocol analysis\.confidence: missing"):
         AnalysisParameters.of(protocol)
+
+
+@pytest.mark.parametrize("later", ["design_fingerprint", "model", "body_profile"])
+def test_fields_added_later_read_as_none_and_are_written_back_absent(later: str) -> None:
+    from needlepoint.analysis.record import ProtocolRef, RunRef
+
+    full = {"id": "p", "version": 1, "fingerprint": "f", "design_fingerprint": "d", "model": "m",
+            "body_profile": "chat"}  # fmt: skip
+    older = {k: v for k, v in full.items() if k != later}
+    ref = ProtocolRef.from_plain(older, "protocol")
+    assert getattr(ref, later) is None
+    assert ref.to_plain() == older
+    assert ProtocolRef.from_plain(full, "protocol").to_plain() == full
+    run = RunRef.from_plain({"journal_sha256": None, "source": "s"}, "run")
+    assert run.unverified is None and run.to_plain() == {"journal_sha256": None, "source": "s"}
+    marked = {"journal_sha256": None, "source": "s", "unverified": "why"}
+    assert RunRef.from_plain(marked, "run").to_plain() == marked
