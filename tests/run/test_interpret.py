@@ -202,6 +202,9 @@ def test_a_record_that_will_not_serialise_is_kept_in_a_safe_form() -> None:
     assert (fields["usage"], fields["cost"]) == (None, None)
     assert (fields["body"], fields["body_encoding"]) == (base64.b64encode(body).decode(), "base64")
     assert fields["classification"]["status"] == "correct"  # what audit-run derives from the bytes
+    nothing = record(None, error_detail="reset \udcff", http_status=None, error="dropped")
+    assert (nothing["body"], nothing["body_encoding"]) == (None, None)
+    assert nothing["error_detail"] == "reset \udcff (record kept in a safe form)"
     plain = record(body, error_detail="reset by peer")
     assert (plain["error_detail"], plain["body_encoding"]) == ("reset by peer", "utf-8")
     assert plain["usage"] == {"prompt_tokens": 5, "completion_tokens": 1}
