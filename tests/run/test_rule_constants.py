@@ -203,3 +203,38 @@ def test_quotes_and_backslashes_count_one_each_towards_the_base64_switch() -> No
     body = b"\x00\x00" + b'"' + b"\\" + b"a" * 7
     assert encode_body(body)[1] == "base64"
     assert encode_body(body + b"a")[1] == "utf-8"  # 12 more for 12
+
+
+def test_the_think_block_ends_at_the_first_closing_tag() -> None:
+    assert split_think("<think>a</think>b</think>c") == ("<think>a</think>", "b</think>c")
+
+
+def test_every_value_is_walked_after_a_string() -> None:
+    # The walk goes on past a string (the last item is walked first): what it has not walked
+    # yet is still checked for depth and Unicode.
+    deep = b"[" + b"[" * 64 + b"]" * 64 + b', "x"]'
+    assert parse_response(deep).kind == "json_too_deep"
+    bad = b'["y\\ud800", "x"]'
+    assert parse_response(bad).kind == "invalid_unicode"
+
+
+def test_usage_must_be_an_object_and_its_numbers_doubles() -> None:
+    from needlepoint.run.interpret import usage_problem
+
+    assert usage_problem({"usage": [1]}) == "usage is a list, not an object"
+    assert usage_problem({"usage": "lots"}) == "usage is a str, not an object"
+    too_big = "usage holds a number too large for a double"
+    assert usage_problem({"usage": {"details": [1.0, float("inf")]}}) == too_big
+    assert usage_problem({"usage": {"a": {"b": float("nan")}}}) == too_big
+    assert usage_problem({"usage": {"details": [1.0, [2.5]]}}) == ""
+
+
+def test_a_cost_needs_both_rates_and_token_counts_below_2_to_the_53() -> None:
+    from needlepoint.run.interpret import cost_of
+
+    usage = {"prompt_tokens": 1_000_000, "completion_tokens": 500_000}
+    assert cost_of(usage, 2.0, 4.0) == 4.0
+    assert cost_of(usage, 2.0, None) is None and cost_of(usage, None, 4.0) is None
+    assert cost_of({"prompt_tokens": 2**53 - 1, "completion_tokens": 0}, 0.0, 0.0) == 0.0
+    assert cost_of({"prompt_tokens": 2**53, "completion_tokens": 0}, 0.0, 0.0) is None
+    assert cost_of({"prompt_tokens": 0, "completion_tokens": 2**53}, 0.0, 0.0) is None
