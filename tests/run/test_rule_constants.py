@@ -104,6 +104,7 @@ def test_an_unknown_transport_error_is_refused() -> None:
         ("<think>r</think>AB-1234", ("<think>r</think>", "AB-1234")),
         ("\x00\t \x20<think>r</think>A", ("<think>r</think>", "A")),
         ("!<think>r</think>A", ("", "!<think>r</think>A")),
+        ("X<think>r</think>A", ("", "X<think>r</think>A")),
         ("\u00a0<think>r</think>A", ("", "\u00a0<think>r</think>A")),
         ("<thinking>r</thinking>A", ("", "<thinking>r</thinking>A")),
         ("<think>cut off", ("<think>cut off", "")),
