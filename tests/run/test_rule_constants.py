@@ -239,3 +239,40 @@ def test_a_cost_needs_both_rates_and_token_counts_below_2_to_the_53() -> None:
     assert cost_of({"prompt_tokens": 2**53 - 1, "completion_tokens": 0}, 0.0, 0.0) == 0.0
     assert cost_of({"prompt_tokens": 2**53, "completion_tokens": 0}, 0.0, 0.0) is None
     assert cost_of({"prompt_tokens": 0, "completion_tokens": 2**53}, 0.0, 0.0) is None
+
+
+def test_each_body_failure_and_success_gives_its_reason_in_full() -> None:
+    assert parse_response(None) == parse_response(None).__class__(
+        None, "unparsable_json", "no body"
+    )
+    ok = parse_response(b'{"a": 1}')
+    assert (ok.data, ok.kind, ok.reason) == ({"a": 1}, None, "")
+    deep = parse_response(b"[" * 200_000 + b"]" * 200_000)
+    assert (deep.kind, deep.reason) == (
+        "json_too_deep",
+        "nested deeper than the parser's stack (limit 64)",
+    )
+    lone = parse_response(b'["ok", {"k": "a\\udfffb"}]')
+    assert (lone.kind, lone.reason) == (
+        "invalid_unicode",
+        "a string holds the lone surrogate U+DFFF (not Unicode text)",
+    )
+
+
+def test_nesting_counts_objects_like_lists() -> None:
+    def nested(levels: int) -> bytes:
+        return b'{"a":' * (levels - 1) + b"{}" + b"}" * (levels - 1)
+
+    assert parse_response(nested(64)).kind is None
+    assert parse_response(nested(65)).kind == "json_too_deep"
+    assert parse_response(b"[" + nested(63) + b"]").kind is None
+    assert parse_response(b"[" + nested(64) + b"]").kind == "json_too_deep"
+
+
+def test_a_pair_of_quotes_counts_as_one_json_value() -> None:
+    assert parse_response(b'"' * 2_000_000).kind == "unparsable_json"
+    many = parse_response(b'"' * 2_000_002)
+    assert (many.kind, many.reason) == (
+        "json_too_large",
+        "about 1000001 JSON values (limit 1000000)",
+    )
