@@ -107,3 +107,24 @@ def test_a_completion_variant_gets_a_one_line_stop_and_the_answer_cue() -> None:
     out = profiles.convert(reference_protocol(), "completion")
     assert (out["stop"], out["answer_cue"]) == (["\n"], "\nAnswer:")
     assert profiles.completion_prompt("S", "U", out["answer_cue"]) == "S\n\nU\nAnswer:"
+
+
+def _seed_whose_first_31_bits_are(u: int) -> int:
+    """A Java seed whose first next(31) is ``u`` (the multiplier is odd, so it inverts mod 2^48)."""
+    multiplier, mask = 0x5DEECE66D, (1 << 48) - 1
+    state = ((u << 17) - 0xB) * pow(multiplier, -1, 1 << 48) & mask
+    return state ^ multiplier
+
+
+@pytest.mark.parametrize("u", [2_147_483_646, 2_147_483_647])
+def test_next_int_3_rejects_the_draws_past_the_last_whole_multiple(u: int) -> None:
+    # Java rejects u when u - u % 3 + 2 overflows an int: for bound 3 only these two draws.
+    from needlepoint.design.java_random import JavaRandom
+
+    seed = _seed_whose_first_31_bits_are(u)
+    probe = JavaRandom(seed)
+    assert probe.next(31) == u
+    second = probe.next(31)
+    assert JavaRandom(seed).nextInt(3) == second % 3
+    kept = _seed_whose_first_31_bits_are(2_147_483_645)
+    assert JavaRandom(kept).nextInt(3) == 2_147_483_645 % 3
