@@ -157,6 +157,13 @@ def test_without_a_complete_case_a_correct_e_answer_lifts_the_floor() -> None:
     assert not any(n.startswith("Floor") for n in notes)
 
 
+def test_without_a_complete_case_a_correct_b_answer_lifts_the_floor() -> None:
+    # The mirror image: E wrong, B right; B counts as an end position in the exploratory branch.
+    rule = {"M": "protocol_failure:finish_reason", "B": "correct", "E": "error:absent_code"}
+    notes = run(lambda c, s, cond: rule.get(cond, "correct"))
+    assert not any(n.startswith("Floor") for n in notes)
+
+
 def test_no_valid_end_answer_at_all_is_no_floor() -> None:
     # B and E all failed, M answered wrong: nothing at an end position to judge a floor by.
     rule = {"B": "protocol_failure:role", "E": "protocol_failure:role", "M": "error:bad_format"}
