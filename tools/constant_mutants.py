@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,7 +166,7 @@ def constant_mutants(path: Path, module: str) -> list[ConstantMutant]:
             and ast.unparse(c.func) in ("re.compile", "compile")
             and c.args
         }
-        seen = {before}
+        seen, made = {before}, []
         for node in ast.walk(value):
             if id(node) in skip:
                 continue
@@ -174,6 +175,10 @@ def constant_mutants(path: Path, module: str) -> list[ConstantMutant]:
                 after = (data[start:a] + text.encode("utf-8") + data[b:end]).decode("utf-8")
                 if after not in seen:
                     seen.add(after)
-                    constant = f"{module}.{name}"
-                    out.append(ConstantMutant(constant, path, start, end, before, after, change))
+                    made.append((change, len(data[start:a].decode("utf-8")), after))
+        # The same change of the same literal at two places is told apart by where it is.
+        twice = {c for c, n in Counter(c for c, _, _ in made).items() if n > 1}
+        for change, at, after in made:
+            label = f"{change} (at {at})" if change in twice else change
+            out.append(ConstantMutant(f"{module}.{name}", path, start, end, before, after, label))
     return out

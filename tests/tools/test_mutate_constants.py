@@ -25,6 +25,7 @@ KINDS = ("bad_format", "extra_text")
 NAMES = {"a": "Ä", "b": "—"}
 PIECES = [f"-{i:04d}" for i in range(3)]
 FLAG = True
+PAIR = (1, 1)
 Alias = tuple[str, int]
 
 
@@ -53,6 +54,7 @@ def test_only_upper_case_module_constants_are_mutated(tmp_path: Path) -> None:
         "KINDS",
         "LIMIT",
         "NAMES",
+        "PAIR",
         "PIECES",
         "_TRIM",
     ]
@@ -63,6 +65,10 @@ def test_numbers_move_by_one_either_way_and_strings_gain_xx(tmp_path: Path) -> N
     assert found["LIMIT"] == ["64 -> 65", "64 -> 63"]
     assert found["_TRIM"] == ["\"\" -> 'XXXX'", "0x21 -> 34", "0x21 -> 32"]
     assert found["FLAG"] == ["True -> False"]
+    # The same change at two places is told apart by where it is in the value.
+    assert found["PAIR"] == [
+        "drops 1", "1 -> 2 (at 1)", "1 -> 0 (at 1)", "1 -> 2 (at 4)", "1 -> 0 (at 4)"
+    ]  # fmt: skip
     # An f-string's parts have no reliable position: its placeholder's range is mutated instead.
     assert found["PIECES"] == ["3 -> 4", "3 -> 2"]
 
