@@ -61,6 +61,8 @@ def edited(prepared: Prepared, index: int, **fields: str) -> list[dict[str, str]
         ),
         (1, {"order": "x"}, f"t.csv:3: field order: 'x' {PLAN} ('B-M-A-E'); wrong prepared "
          "folder or another protocol?"),
+        (1, {"block": "9"}, f"t.csv:3: field block: '9' {PLAN} (1); wrong prepared folder or "
+         "another protocol?"),
         (5, {"kind": "near_distractor_code"},
          "t.csv:7: field kind: 'near_distractor_code' is not allowed with status correct"),
         (6, {"status": "error", "kind": ""},
@@ -339,3 +341,11 @@ def test_a_journal_digest_holds_lowercase_hex_digits_only(prepared: Prepared) ->
             validate_rows([(2, rows[0])], one, "t.csv")
         else:
             assert refused(one, rows).endswith("field journal_sha256: not a SHA-256 hex digest")
+
+
+def test_a_protocol_without_an_unknown_token_scores_with_unknown(prepared: Prepared) -> None:
+    protocol = {k: v for k, v in prepared.protocol.items() if k != "unknown"}
+    bare = dataclasses.replace(prepared, protocol=protocol)
+    rows = make_rows(bare)
+    rows[0].update(status="error", kind="false_unknown", response_text="UNKNOWN")
+    validate_rows(list(enumerate(rows, start=2)), bare, "t.csv")

@@ -128,3 +128,18 @@ def test_next_int_3_rejects_the_draws_past_the_last_whole_multiple(u: int) -> No
     assert JavaRandom(seed).nextInt(3) == second % 3
     kept = _seed_whose_first_31_bits_are(2_147_483_645)
     assert JavaRandom(kept).nextInt(3) == 2_147_483_645 % 3
+
+
+def test_a_case_whose_near_names_do_not_fill_the_slots_is_refused() -> None:
+    import dataclasses
+
+    from needlepoint.design.materials import RequestBuilder, generate_cases
+    from needlepoint.design.protocol import reference_protocol
+
+    protocol = dict(reference_protocol(), cases=1)
+    case = generate_cases(protocol)[0]
+    short = dataclasses.replace(case, near_names=case.near_names[:5])
+    builder = RequestBuilder(protocol)
+    assert len(builder.lines(case, case.backgrounds[0], "high")) == case.backgrounds[0].length
+    with pytest.raises(ValueError, match="zip"):
+        RequestBuilder(protocol).lines(short, short.backgrounds[0], "high")

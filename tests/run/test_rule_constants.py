@@ -276,3 +276,9 @@ def test_a_pair_of_quotes_counts_as_one_json_value() -> None:
         "json_too_large",
         "about 1000001 JSON values (limit 1000000)",
     )
+
+
+def test_a_clean_walk_has_no_kind_and_no_reason() -> None:
+    from needlepoint.run.interpret import _walk
+
+    assert _walk({"a": [1, "b", {"c": None}]}) == (None, "")
