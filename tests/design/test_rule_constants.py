@@ -143,3 +143,43 @@ def test_a_case_whose_near_names_do_not_fill_the_slots_is_refused() -> None:
     assert len(builder.lines(case, case.backgrounds[0], "high")) == case.backgrounds[0].length
     with pytest.raises(ValueError, match="zip"):
         RequestBuilder(protocol).lines(short, short.backgrounds[0], "high")
+    bg = case.backgrounds[0]
+    fewer = dataclasses.replace(bg, codes=bg.codes[:-1])
+    with pytest.raises(ValueError, match="zip"):
+        RequestBuilder(protocol).lines(case, fewer, "low")
+
+
+def small_drawer(*draws: int) -> _Drawer:
+    d = drawer(*draws)
+    d.places, d.sites, d.quals, d.suffix = (
+        ["pa", "pb"],
+        ["sa", "sb"],
+        ["ab", "ax", "xb", "ba", "cd"],
+        "S",
+    )
+    return d
+
+
+def test_a_qualifier_change_differs_in_both_characters() -> None:
+    # Two substitutions and the skipped swap draw 0; then the qualifier draws ax, xb (each
+    # keeps one character of ab: a substitution, refused), ba, ax again, cd; then the shuffle.
+    d = small_drawer(0, 0, 0, 1, 2, 3, 1, 4, *[0] * 5)
+    near = d.near_names(("pa", "sa", "ab"))
+    assert sorted(n for n, kind in near if kind == "qualifier") == ["pasabaS", "pasacdS"]
+    assert (
+        sorted(kind for _, kind in near) == ["qualifier"] * 2 + ["substitution"] * 2 + ["swap"] * 2
+    )
+
+
+def test_neighbours_differ_in_exactly_one_character_of_the_same_length() -> None:
+    d = small_drawer()
+    assert d.neighbours("abc", ["abd", "xbc", "xyc", "abc", "xyz"]) == ["abd", "xbc"]
+    with pytest.raises(ValueError, match="zip"):
+        d.neighbours("abc", ["ab"])
+
+
+def test_bigrams_are_every_two_character_substring() -> None:
+    from needlepoint.design.materials import bigrams
+
+    assert bigrams("abcd") == {"ab", "bc", "cd"}
+    assert bigrams("a") == set()
