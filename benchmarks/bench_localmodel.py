@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from needlepoint.design.prepared import load_prepared
+from needlepoint.design.profiles import ENDPOINTS, body_profile
 from needlepoint.local.server import served_model
 
 PERF = re.compile(r"(prompt eval|\beval) time =\s+([\d.]+) ms /\s+(\d+) (?:tokens|runs)")
@@ -56,13 +57,15 @@ def main() -> None:
     seconds: dict[int, list[float]] = {}
     tokens: dict[int, list[int]] = {}
     with served_model(prepared.protocol["model"], n_ctx=args.n_ctx, log_path=log) as server:
-        url = server.base_url + "/v1/chat/completions"
+        # Each frozen body goes to its profile's endpoint (a base model's to /v1/completions).
+        url = server.base_url + "/v1" + ENDPOINTS[body_profile(prepared.protocol)]
+        chat = server.base_url + "/v1/chat/completions"
         tiny = {"model": server.alias, "messages": [{"role": "user", "content": "Say OK."}]}
         baseline = []
         with httpx.Client(timeout=900) as client:
             for _ in range(3):
                 start = time.perf_counter()
-                client.post(url, json={**tiny, "max_tokens": 8}).raise_for_status()
+                client.post(chat, json={**tiny, "max_tokens": 8}).raise_for_status()
                 baseline.append(time.perf_counter() - start)
             for seq in order:
                 start = time.perf_counter()
@@ -75,12 +78,14 @@ def main() -> None:
                 tokens.setdefault(length, []).append(answer.json()["usage"]["prompt_tokens"])
     base = statistics.median(baseline)
     prompt_tps, gen_tps = _speeds(log)
-    print(f"load average {os.getloadavg()[0]:.2f}; baseline one-line request {base:.2f} s")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load} (1, 5, 15 min); baseline one-line request {base:.2f} s")
     for length in sorted(seconds):
         med = statistics.median(seconds[length])
         print(
             f"length {length}: {len(seconds[length])} requests, median {med:.2f} s/request "
-            f"({med / base:.0f}x baseline), median prompt {statistics.median(tokens[length]):.0f} "
+            f"(range {min(seconds[length]):.2f}-{max(seconds[length]):.2f}; "
+            f"{med / base:.0f}x baseline), median prompt {statistics.median(tokens[length]):.0f} "
             "tokens"
         )
     print(f"server log medians: prompt {prompt_tps:.0f}, generation {gen_tps:.0f} tokens/s")

@@ -5,19 +5,27 @@ warm interpreter and no kernel); the ratio shows what papermill, the kernel star
 rendering add.
 
     python benchmarks/bench_pipeline.py [--repeats 3]      (run from the repository root)
+
+Every notebook of the pipeline has its direct counterpart (07 and 08 read their defaults from
+the notebooks' own parameters cells), so the table has no missing row.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import json
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from needlepoint.analysis.document import analyze_run
 from needlepoint.analysis.sensitivity import sensitivity_lines
+from needlepoint.compare.document import compare_runs
+from needlepoint.compare.simulated import simulate_variants
 from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
 from needlepoint.design import views as dv
 from needlepoint.design.audit import audit_prepared
@@ -25,8 +33,12 @@ from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
 from needlepoint.design.verify import verify_prepared
 from needlepoint.notebook.pipeline import NOTEBOOKS, run_pipeline
+from needlepoint.pilot.calibrate import CalibrationOptions
+from needlepoint.pilot.steps import calibrate_step, figures_step, pilot_step
 from needlepoint.run.modes import run_step
 from needlepoint.run.results import journal_summary, write_results
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def _direct(root: Path) -> dict[str, float]:
@@ -54,6 +66,8 @@ def _direct(root: Path) -> dict[str, float]:
         "04-analysis": lambda: analyze_run(root / "run", root / "analysis", root / "prepared"),
         "05-power": lambda: sensitivity_lines(out=root / "power"),
         "06-contamination": lambda: _contamination(root / "contamination"),
+        "07-compare": lambda: _compare(root / "compare"),
+        "08-pilot": lambda: _pilot(root),
     }
     out = {}
     for name, step in steps.items():
@@ -61,6 +75,44 @@ def _direct(root: Path) -> dict[str, float]:
         step()
         out[name] = time.perf_counter() - start
     return out
+
+
+def _parameters(name: str) -> dict[str, Any]:
+    """A notebook's default parameters (its ``parameters`` cell holds literals only)."""
+    cell = next(
+        c
+        for c in json.loads((NOTEBOOKS_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+        if "parameters" in c.get("metadata", {}).get("tags", [])
+    )
+    tree = ast.parse("".join(cell["source"]))
+    return {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+
+
+def _compare(root: Path) -> None:
+    """Notebook 07's calls: three simulated model variants, then the comparison."""
+    p = _parameters("07-compare")
+    runs = [root / Path(d).name for d in p["run_dirs"]]
+    simulate_variants(runs, p["simulated"], root / "prepared")
+    compare_runs(runs, root / "comparison")
+
+
+def _pilot(root: Path) -> None:
+    """Notebook 08's calls: a simulated pilot, its calibration and figures."""
+    p = _parameters("08-pilot")
+    pilot_step(
+        None, root / "pilot", simulate=True, lengths=p["pilot_lengths"], cases=p["pilot_cases"],
+        sim_params=p["pilot_sim_params"],
+    )  # fmt: skip
+    options = CalibrationOptions(
+        band_low=p["band_low"], band_high=p["band_high"], effect=p["effect"],
+        max_cases=p["max_cases"], simulations=p["simulations"], seed=p["seed"],
+    )  # fmt: skip
+    step = calibrate_step(root / "pilot", root / "calibration", options)
+    figures_step(step, p["power_effects"])
 
 
 def _contamination(root: Path) -> None:

@@ -25,9 +25,10 @@ RANKS = {
     "analysis": 3,
     "compare": 4,
     "pilot": 5,
-    "notebook": 6,
-    "local": 7,
-    "cli": 8,
+    "study": 6,
+    "notebook": 7,
+    "local": 8,
+    "cli": 9,
 }
 # Stable public import paths that re-export from a stage; the library itself never uses them.
 SHIMS = {"needlepoint.rand", "needlepoint.scoring"}

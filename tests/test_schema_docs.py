@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from needlepoint.analysis import record, tables
+from needlepoint.analysis import inference, record, tables
 from needlepoint.compare import record as compare_record
 from needlepoint.pilot import calibration_record, stats
 from needlepoint.pilot import record as pilot_record
-from needlepoint.run import run_record, sweep_spec
+from needlepoint.run import declaration, run_record, sweep_spec
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "schema.md"
 HEADING = re.compile(r"^### `(\w+)` \(`([\w.]+)`\)")
@@ -59,7 +59,7 @@ def test_documented_fields_equal_the_record(key: tuple[str, str]) -> None:
 
 def test_every_record_is_documented() -> None:
     names = {name for name, _ in DOCUMENTED}
-    modules = (record, tables, run_record, compare_record, sweep_spec)
+    modules = (record, tables, inference, run_record, compare_record, sweep_spec, declaration)
     for module in (*modules, pilot_record, calibration_record, stats):
         records = {
             n
@@ -67,8 +67,9 @@ def test_every_record_is_documented() -> None:
             if dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
         }
         # Decision's fields are documented as the last six of Primary (checked below);
-        # PlannedRun is a SweepRun with its folders resolved, in memory only, never written.
-        assert records - {"Decision", "PlannedRun"} <= names, records - names
+        # PlannedRun is a SweepRun with its folders resolved, in memory only, never written;
+        # Declared is a declaration file read back (its path, SHA-256 and record).
+        assert records - {"Decision", "PlannedRun", "Declared"} <= names, records - names
     required = {"RunOptions", "PositionParams", "PowerModel", "PowerStudy", "POWER_COLUMNS"}
     required |= {"CalibrationOptions"}
     assert required <= names

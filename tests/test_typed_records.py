@@ -45,11 +45,14 @@ ALLOWED = {
     ("analysis.tables", "LatencyUsageCost.from_plain", "value"): "the JSON codec's boundary",
     ("run.answers", "answer_of", "choice"): "one choice of a server's raw response",
     ("run.run_record", "SessionRecord.from_plain", "value"): "the JSON codec's boundary",
-    ("run.folder", "git_commit", "return"): "provenance.jsonl, not a settings record",
-    ("run.folder", "context_manifest", "records"): "raw journal lines",
+    ("run.provenance", "git_commit", "return"): "provenance.jsonl, not a settings record",
+    ("run.provenance", "machine_load", "return"): "provenance.jsonl, not a settings record",
     ("run.folder", "context_manifest", "return"): "context_manifest.json",
     ("run.folder", "write_context_manifest", "manifest"): "context_manifest.json",
     ("run.journal", "record_hash", "record"): "a raw journal line",
+    ("run.journal_read", "read_line", "return"): "a raw journal line",
+    ("run.journal_records", "OutcomeSummary.of", "record"): "a raw journal line",
+    ("run.watchdog", "Watchdog.trace", "info"): "httpcore's trace event",
     ("run.journal", "Journal.append", "return"): "a raw journal line",
     ("run.journal_records", "decode_body", "record"): "a raw journal line",
     ("run.journal_records", "received_fields", "answer"): "one answer-key line",
@@ -64,6 +67,8 @@ ALLOWED = {
     ("run.session", "Session.append", "return"): "a raw journal line",
     ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
     ("run.sweep_spec", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
+    ("analysis.context", "run_context", "records"): "raw journal lines",
+    ("analysis.context", "sessions_by_seq", "records"): "raw journal lines",
 }
 
 

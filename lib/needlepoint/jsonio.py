@@ -14,10 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.safeio import open_read, read_limited, write_bytes_atomic
+
+__all__ = ["canonical_bytes", "parse_json", "read_json", "sha256_hex", "write_bytes_atomic"]
 
 # Deeper than any file this project writes (a journal record: about 70 levels at most), shallow
 # enough that no recursive encoder downstream can run out of stack.
 MAX_JSON_DEPTH = 128
+# The largest JSON document read whole (a contamination manifest of 100,000 files is ~20 MB).
+MAX_JSON_FILE_BYTES = 64 * 1024 * 1024
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -27,31 +32,55 @@ def canonical_bytes(value: Any) -> bytes:
     ).encode("utf-8")
 
 
+def is_canonical(value: Any, data: bytes) -> bool:
+    """Whether ``data`` is exactly ``canonical_bytes(value)``, compared piece by piece so that a
+    record of many MiB is never encoded whole a second time."""
+    encoder = json.JSONEncoder(
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+    at = 0
+    try:
+        for piece in encoder.iterencode(value):
+            chunk = piece.encode("utf-8")
+            if data[at : at + len(chunk)] != chunk:
+                return False
+            at += len(chunk)
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        return False
+    return at == len(data)
+
+
 def sha256_hex(data: bytes) -> str:
     """Hex SHA-256 of raw bytes."""
     return hashlib.sha256(data).hexdigest()
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of a file's bytes, streamed so large files stay out of memory."""
+    """Hex SHA-256 of a file's bytes, streamed so large files stay out of memory.
+
+    A regular file only (links to one are followed): a FIFO planted where a file should be
+    would block the reader forever, so it is refused with one line instead.
+    """
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_read(path, follow=True) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """Load one JSON document, turning every failure into a one-line NeedlepointError."""
+def read_json(path: str | os.PathLike[str], *, follow: bool = True, pipes: bool = False) -> Any:
+    """Load one JSON document, turning every failure into a one-line NeedlepointError.
+
+    A file larger than MAX_JSON_FILE_BYTES, a FIFO (unless ``pipes``: a file the user names,
+    such as ``--protocol <(...)``), or (``follow=False``, for a run folder's records) a symbolic
+    link is refused without being read.
+    """
     p = Path(path)
+    data = read_limited(p, MAX_JSON_FILE_BYTES, follow=follow, pipes=pipes)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NeedlepointError(f"{p}: file not found") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
     return parse_json(text, str(p))
 
 
@@ -61,7 +90,11 @@ def parse_json(text: str, where: str, line: int | None = None) -> Any:
     given ``line`` of a JSONL file, or the line within ``text``)."""
     at = f"{where}:{line}" if line is not None else where
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=unique_object)
+    except DuplicateKey as exc:
+        raise NeedlepointError(
+            f"{at}: duplicate key {exc.key!r} (each key may appear once)"
+        ) from None
     except json.JSONDecodeError as exc:
         at = at if line is not None else f"{where}:{exc.lineno}"
         raise NeedlepointError(f"{at}: broken JSON ({exc.msg})") from None
@@ -85,24 +118,28 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice: which value is meant cannot be known."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses a repeated key instead of keeping the last value."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return value
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
-
-
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write a file via a temporary sibling and rename, so a crash never leaves half a file."""
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except OSError as exc:
-        if not p.parent.is_dir():
-            raise NeedlepointError(f"{p}: cannot write: {p.parent} is not a folder") from None
-        raise NeedlepointError(f"{p}: cannot write ({exc.strerror})") from None
 
 
 def jsonl_bytes(values: Iterable[Any]) -> bytes:

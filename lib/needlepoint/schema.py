@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.fields import is_number
-from needlepoint.jsonio import parse_json
+from needlepoint.jsonio import MAX_JSON_FILE_BYTES, parse_json
+from needlepoint.safeio import read_limited
 
 R = TypeVar("R")
 
@@ -179,8 +180,5 @@ def versioned_from_json(data: bytes | str, cls: type[R], fmt: str, version: int,
 def read_versioned(path: str | Path, cls: type[R], fmt: str, version: int) -> R:
     """Load a versioned document file (``versioned_from_json`` naming the file in every message)."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    data = read_limited(p, MAX_JSON_FILE_BYTES)
     return versioned_from_json(data, cls, fmt, version, str(p))

@@ -208,9 +208,73 @@ def test_identical_nonzero_cases_give_a_degenerate_note_with_the_value() -> None
         lambda c, s, cond: "error:near_distractor_code" if (s, cond) == ("high", "M") else "correct"
     )
     assert notes == [
+        position_note(
+            "B under low similarity 3/3 (ceiling); M under low similarity 3/3 (ceiling); "
+            "E under low similarity 3/3 (ceiling); B under high similarity 3/3 (ceiling); "
+            "M under high similarity 0/3 (floor); E under high similarity 3/3 (ceiling)"
+        ),
         "Degenerate bootstrap: every complete case has the same difference (1), so the "
-        "interval has zero width; that reflects identical cases, not certainty."
+        "interval has zero width; that reflects identical cases, not certainty.",
     ]
+
+
+def position_note(cells: str, scope: str = "") -> str:
+    return (
+        f"Position at floor or ceiling: {cells}. A rate at 0 or 1 cannot move further that way, "
+        "so a middle loss or a difference that involves it is bounded by the task, not "
+        f"measured{scope}."
+    )
+
+
+def test_a_run_with_every_b_wrong_names_the_floor_at_b() -> None:
+    # Issue 21's example: B 0 of every answer, E and M mixed. No global floor (E is right
+    # sometimes) and no ceiling, but the reader must not see "Caveats: (none)".
+    wrong = {("S1", "high", "M"), ("S2", "low", "M"), ("S3", "low", "E"), ("S2", "high", "E")}
+
+    def rule(c: str, s: str, cond: str) -> str:
+        return "error:bad_format" if cond == "B" or (c, s, cond) in wrong else "correct"
+
+    notes = run(rule)
+    assert notes == [
+        position_note("B under low similarity 0/3 (floor); B under high similarity 0/3 (floor)")
+    ]
+
+
+def test_one_right_answer_lifts_a_position_off_the_floor() -> None:
+    # Exactly one correct B under low similarity: that cell is 1/3, off the floor; high stays.
+    wrong = {("S1", "high", "M"), ("S2", "low", "M"), ("S3", "low", "E"), ("S2", "high", "E")}
+
+    def rule(c: str, s: str, cond: str) -> str:
+        b_wrong = cond == "B" and (c, s) != ("S2", "low")
+        return "error:bad_format" if b_wrong or (c, s, cond) in wrong else "correct"
+
+    assert run(rule) == [position_note("B under high similarity 0/3 (floor)")]
+
+
+def test_one_wrong_answer_takes_a_position_off_the_ceiling() -> None:
+    # M low all right but one: 2/3 is no ceiling; every other cell varies as well.
+    def rule(c: str, s: str, cond: str) -> str:
+        wrong = {("S1", "low", "M"), ("S1", "high", "B"), ("S2", "high", "M"), ("S3", "low", "B")}
+        wrong |= {("S2", "low", "E"), ("S3", "high", "E")}
+        return "error:bad_format" if (c, s, cond) in wrong else "correct"
+
+    assert run(rule) == []
+
+
+def test_the_global_floor_leaves_out_the_b_and_e_floors_but_names_m() -> None:
+    # No B or E is ever right: the Floor caveat says so; M at 0 still gets its own line.
+    notes = run(lambda c, s, cond: "correct" if cond == "A" else "error:bad_format")
+    assert notes == [
+        FLOOR.format(""),
+        position_note("M under low similarity 0/3 (floor); M under high similarity 0/3 (floor)"),
+        "Degenerate bootstrap: every complete case has the same difference (0), so the "
+        "interval has zero width; that reflects identical cases, not certainty.",
+    ]
+
+
+def test_a_full_ceiling_gets_one_caveat_not_six() -> None:
+    notes = run(lambda c, s, cond: "correct")
+    assert [n for n in notes if n.startswith(("Position", "Ceiling"))] == [CEILING.format("")]
 
 
 @pytest.mark.parametrize(("broken", "note"), [(1, True), (2, False)])

@@ -10,6 +10,7 @@ import matplotlib.figure
 import pytest
 from support.results import make_input, make_prepared
 
+from needlepoint.analysis import figure as figure_module
 from needlepoint.analysis import plots
 from needlepoint.analysis.document import build_document, write_figures
 from needlepoint.analysis.primary import SIMULATION_BANNER
@@ -31,10 +32,18 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
 
     def savefig(self, fname, *args, **kwargs):
         texts = [t.get_text() for t in self.findobj(matplotlib.text.Text)]
-        seen.append({"title": self._suptitle.get_text(), "texts": texts, "path": Path(fname)})
+        seen.append({"title": self._suptitle.get_text(), "texts": texts})
         return original(self, fname, *args, **kwargs)
 
+    # Figures are drawn into memory and written through the safe-write helper: note where.
+    written = figure_module.write_bytes_atomic
+
+    def write(path, data, **kwargs):
+        seen[-1]["path"] = Path(path)
+        return written(path, data, **kwargs)
+
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    monkeypatch.setattr(figure_module, "write_bytes_atomic", write)
     return seen
 
 
@@ -54,7 +63,7 @@ def test_every_figure_title_carries_the_banner_for_simulations(
 ) -> None:
     inp = make_input(prepared, spec, simulation=simulation)
     write_figures(build_document(inp), inp, tmp_path)
-    assert len(drawn) == 4
+    assert len(drawn) == 5
     for fig in drawn:
         assert fig["title"].startswith(SIMULATION_BANNER) == simulation, fig["path"].name
         assert fig["path"].read_bytes().startswith(PNG)

@@ -125,6 +125,7 @@ def test_power_is_seeded_and_monotone_in_the_effect() -> None:
         "cases",
         "effect",
         "power",
+        "power_se",
         "not_evaluable",
         "mean_complete_cases",
         "simulations",

@@ -168,7 +168,7 @@ def test_monte_carlo_keeps_the_complete_cases_in_case_order() -> None:
 
 
 def test_the_model_defaults_and_its_refusals() -> None:
-    assert PowerModel() == PowerModel(0.95, 0.9, 0.95, 0.95, 0.0, None)
+    assert PowerModel() == PowerModel(0.95, 0.9, 0.95, 0.95, 0.0, None, None, None, None, None, 0.0)
     PowerModel(acc_b=0.0, acc_m=1.0, failure_rate=1.0, stop_after=7).check()
     for name in ("acc_b", "acc_m", "acc_e", "acc_a", "failure_rate"):
         for bad in (-0.01, 1.01):
@@ -191,12 +191,14 @@ def test_the_study_defaults_and_tuples() -> None:
         (
             PowerModel(acc_m=0.5),
             PowerStudy(effects=(0.6,)),
-            "added middle losses must lie in [0, acc_m=0.5]",
+            "added middle losses must lie in [0, 0.5] for these rates (the middle accuracy under "
+            "high similarity they imply must be a probability)",
         ),
         (
             PowerModel(),
             PowerStudy(effects=(-0.05,)),
-            "added middle losses must lie in [0, acc_m=0.9]",
+            "added middle losses must lie in [0, 0.9] for these rates (the middle accuracy under "
+            "high similarity they imply must be a probability)",
         ),
         (PowerModel(), PowerStudy(simulations=0), "simulations and cases must be positive"),
         (PowerModel(), PowerStudy(cases=(8, 0)), "simulations and cases must be positive"),
@@ -233,7 +235,8 @@ def loop_power(model: PowerModel, study: PowerStudy) -> pd.DataFrame:
                 {
                     "cases": n,
                     "effect": effect,
-                    "power": float(np.mean([o.decision == SUPPORTED for o in outs])),
+                    "power": (power := float(np.mean([o.decision == SUPPORTED for o in outs]))),
+                    "power_se": float(np.sqrt(power * (1 - power) / study.simulations)),
                     "not_evaluable": float(np.mean([o.decision == NOT_EVALUABLE for o in outs])),
                     "mean_complete_cases": float(complete.sum(axis=1).mean()),
                     "simulations": study.simulations,
@@ -260,7 +263,7 @@ def test_defaults_are_the_default_model_and_study() -> None:
     # Refused before anything is simulated, so the defaults cost nothing to check.
     with pytest.raises(NeedlepointError, match=r"^power: acc_b must lie in \[0, 1\], got 2.0$"):
         power_grid(PowerModel(acc_b=2.0))
-    with pytest.raises(NeedlepointError, match=r"acc_m=0\.9\]$"):
+    with pytest.raises(NeedlepointError, match=r"must lie in \[0, 0\.9\] for these rates"):
         power_grid(None, PowerStudy(effects=(0.95,)))
 
 

@@ -445,18 +445,26 @@ def test_cli_analyze_results_writes_everything_deterministically(
         assert cli.main([*argv, "--out", str(tmp_path / name)]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0].replace("two", "one") == outputs[1].replace("two", "one").replace(
-        "and 0 figures", "and 4 figures"
+        "and 0 figures", "and 5 figures"
     )
     assert str(tmp_path) not in outputs[0]
-    assert outputs[0].splitlines()[:2] == [
-        "SIMULATION — not a model result",
+    printed = outputs[0].splitlines()
+    assert printed[0] == "SIMULATION — not a model result"
+    # The headline first (facts, Q1, Q2, robustness), then the preregistered decision line.
+    assert printed[1].startswith(
+        "model agnes-3.0-flash (chat profile), endpoint none: simulated, "
+        "run dates unknown (no journal)"
+    )
+    assert [line.split(",")[0] for line in printed if line.startswith("Q")] == ["Q1", "Q2"]
+    assert next(line for line in printed if line.startswith("decision:")) == (
         "decision: supported (difference 1 >= threshold 0.1 and the 95% interval's lower bound"
         " 1 is above 0); not verified: its rows and simulation flag come from a results table"
-        " and were not verified against a run journal",
-    ]
+        " and were not verified against a run journal"
+    )
     files = sorted(p.name for p in (tmp_path / "one").iterdir())
     assert files == [
         "accuracy_by_position.png",
+        "accuracy_by_position_lines.png",
         "analysis.json",
         "bootstrap_distribution.png",
         "completeness.png",
@@ -469,7 +477,7 @@ def test_cli_analyze_results_writes_everything_deterministically(
     summaries = [(tmp_path / d / "summary.md").read_text(encoding="utf-8") for d in ("one", "two")]
     assert summaries[1].rstrip() == summaries[0].split("## Figures")[0].rstrip()
     doc = json.loads((tmp_path / "one" / "analysis.json").read_text(encoding="utf-8"))
-    assert (doc["format"], doc["version"]) == ("needlepoint-analysis", 1)
+    assert (doc["format"], doc["version"]) == ("needlepoint-analysis", 2)
     assert doc["protocol"]["fingerprint"] == prepared.fingerprint
     assert doc["run"]["journal_sha256"] == "ab" * 32
     assert "not verified against a run journal" in doc["run"]["unverified"]
@@ -491,7 +499,7 @@ def test_live_summary_has_no_banner(tmp_path: Path, prepared: Prepared) -> None:
 def test_not_evaluable_run_still_writes_its_report(tmp_path: Path, prepared: Prepared) -> None:
     result = analyze(make_input(prepared, lambda p: "unexecuted"), tmp_path / "out")
     assert result.decision == NOT_EVALUABLE
-    assert set(result.figures()) == {"accuracy", "forest", "bootstrap", "completeness"}
+    assert set(result.figures()) == {"accuracy", "forest", "bootstrap", "completeness", "positions"}
     assert all(p.exists() for p in result.figures().values())
     assert "no valid response" in (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
 

@@ -101,3 +101,14 @@ def test_help_still_prints_the_full_usage(capsys: pytest.CaptureFixture[str]) ->
 
 def test_sub_parsers_inherit_the_one_line_error() -> None:
     assert all(isinstance(p, OneLineParser) for _, p in leaf_parsers(build_parser()))
+
+
+def test_every_argument_has_help_text() -> None:
+    """`--evidence-root`, `--notebooks`, a bare `DIR`: each says what it is in --help."""
+    missing = [
+        f"{' '.join(path)} {a.option_strings[0] if a.option_strings else a.dest}"
+        for path, parser in leaf_parsers(build_parser())
+        for a in parser._actions
+        if not isinstance(a, argparse._HelpAction) and not a.help
+    ]
+    assert missing == []

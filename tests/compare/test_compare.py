@@ -117,7 +117,7 @@ def test_files_are_labelled_stable_and_read_back(lab: dict[str, Path], tmp_path:
     first = compare_runs([lab["a"], lab["b"]], tmp_path / "one")
     again = compare_runs([lab["a"], lab["b"]], tmp_path / "two")
     names = ["comparison.json", "comparison.md", *first.document.figures.values()]
-    assert len(names) == 5
+    assert len(names) == 6
     for name in names:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     md = (tmp_path / "one" / "comparison.md").read_text(encoding="utf-8")
@@ -194,8 +194,10 @@ def test_reading_refuses_other_versions_and_bad_intervals(
 ) -> None:
     doc = compare_runs([lab["a"]], tmp_path / "cmp", figures=False).document
     value = json.loads(to_json(doc))
-    with pytest.raises(NeedlepointError, match="version 2 is not supported"):
-        from_json(json.dumps(value | {"version": 2}))
+    with pytest.raises(NeedlepointError, match="version 1 is not supported"):
+        from_json(json.dumps(value | {"version": 1}))
+    with pytest.raises(NeedlepointError, match="version 3 is not supported"):
+        from_json(json.dumps(value | {"version": 3}))
     value["runs"][0]["interval"] = [0.1, 0.2, 0.3]
     with pytest.raises(NeedlepointError, match=r"expected \[low, high\]"):
         from_json(json.dumps(value))
@@ -223,3 +225,40 @@ def test_simulated_variants_share_the_design(tmp_path: Path) -> None:
         simulate_variants(runs, profiles[:1], tmp_path / "prepared")
     with pytest.raises(NeedlepointError, match="simulated\\[0\\]"):
         simulate_variants(runs[:1], [{"name": "z"}], tmp_path / "prepared")
+
+
+def test_each_run_opens_with_its_own_headline_and_the_positions_plot(
+    lab: dict[str, Path], tmp_path: Path
+) -> None:
+    result = compare_runs([lab["a"], lab["b"]], tmp_path / "h")
+    doc = result.document
+    for run, folder in zip(doc.runs, (lab["a"], lab["b"]), strict=True):
+        alone = analyze_run(folder, tmp_path / f"alone-{folder.name}")
+        assert list(run.headline) == alone.headline()
+        assert run.robustness == alone.document.robustness.verdict
+        assert run.positions == alone.document.effects.positions
+        assert {r.measure for r in run.middle_loss} == {"middle loss"}
+    md = (tmp_path / "h" / "comparison.md").read_text(encoding="utf-8")
+    head = md.split("## Primary analysis, per run")[0]
+    assert "## Each run: what was run, then Q1 and Q2" in head
+    assert head.count("- Q1, is there a middle loss?") == 2
+    assert head.count("- Q2, does similarity add to it?") == 2
+    lines = result.lines()
+    assert sum(line.startswith("  Q1, is there a middle loss?") for line in lines) == 2
+    assert (tmp_path / "h" / doc.figures["positions"]).read_bytes().startswith(b"\x89PNG")
+
+
+REFERENCE = Path(__file__).resolve().parents[2] / "evidence" / "20261130-simulated-reference"
+
+
+def test_the_simulated_middle_loss_variant_shows_a_clear_q1_middle_loss() -> None:
+    doc = read_comparison(REFERENCE / "compare" / "comparison" / "comparison.json")
+    run = next(r for r in doc.runs if r.model == "sim-middle-loss")
+    for sim in ("low", "high"):
+        row = next(r for r in run.middle_loss if (r.similarity, r.length) == (sim, None))
+        assert row.lower is not None and row.lower > 0, sim  # the interval is above 0
+    q1 = [line for line in run.headline if "similarity, all lengths" in line]
+    assert len(q1) == 2 and all(line.endswith(": a middle loss") for line in q1)
+    steady = next(r for r in doc.runs if r.model == "sim-steady")
+    row = next(r for r in steady.middle_loss if (r.similarity, r.length) == ("high", None))
+    assert row.lower is not None and row.lower <= 0  # the steady model shows none

@@ -12,6 +12,8 @@ from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
 from needlepoint.design.verify import verify_prepared
 
+REFERENCE_FINGERPRINT = "933f444ef0b1c30b34603ec4dee36dd7978f0e5ea7a7153cff0de857cb67366e"
+
 
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
@@ -112,11 +114,48 @@ def test_bad_overrides(
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_dry_run_prints_plan_and_budget(
+def test_dry_run_prints_the_budget_first_and_the_plan_on_request(
     reference_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["dry-run", str(reference_dir)]) == 0
-    out = capsys.readouterr().out
-    assert "requests: 128 (32 blocks, 16 pairs)" in out
-    assert "characters sent (message content):" in out and "network: none" in out
-    assert len(out.splitlines()) > 128
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "requests: 128 (32 blocks, 16 pairs)",
+        "characters sent (message content): 500992",
+        "request bytes sent: 1227904",
+        "max_tokens per request: 1024 (at most 131072 completion tokens)",
+        "minimum spacing: 20 s after each completion, so at least 2540 s of waiting",
+        "network: none (dry run)",
+        "plan: 128 rows in plan.csv (--plan lists them here)",
+    ]
+    assert main(["dry-run", str(reference_dir), "--plan"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "requests: 128 (32 blocks, 16 pairs)" and out[6:8] == [
+        "",
+        "seq  block pair case length sim  cond order    chars",
+    ]
+    assert len(out) == 8 + 128 and out[8].startswith("1    1     1    ")
+
+
+def test_prepare_says_what_it_made_and_what_comes_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["prepare", "--out", str(tmp_path / "p") + "/"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    shown = str(tmp_path / "p")
+    assert out[0] == (
+        f"prepared {shown}: 128 requests of context-position-similar v1 for agnes-3.0-flash "
+        "(body profile chat)"
+    )
+    assert out[1] == (
+        "  8 cases x lengths 60, 240 records x similarity low/high x conditions B, M, E, A; "
+        "32 blocks, 16 pairs"
+    )
+    # lengths are counted in records; these are the characters each request sends
+    assert (
+        out[2] == "  request length: 60 records = 1,664 characters, 240 records = 6,164 characters"
+    )
+    assert out[3] == f"  protocol fingerprint {REFERENCE_FINGERPRINT}"
+    assert out[4].startswith("  design fingerprint   ") and len(out[4].split()[-1]) == 64
+    assert out[5] == "next:" and out[6].startswith(f"  needlepoint dry-run {shown} ")
+    assert f"needlepoint check-endpoint {shown} --base-url URL" in out[8]

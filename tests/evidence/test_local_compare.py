@@ -3,7 +3,12 @@
 Offline and without the models: every run passes `audit-run` and attempted every planned
 request; results.csv, each analysis, the comparison and the folder's README.md come out byte
 for byte as committed when derived again from the journals (in a copy, laid out the same way,
-so that the relative paths the files record are the same).
+so that the relative paths the files record are the same; the README's runs on record are those
+under the committed evidence root).
+
+The v4 runs of the same design, removed from the tree when v5 replaced them and restored from
+git history, stay on the record beside v5: a folder with the marker but no comparison, whose
+runs pass `audit-run`, and which the registry lists with v5, agreement and both decisions.
 """
 
 from __future__ import annotations
@@ -18,16 +23,22 @@ from needlepoint.compare.document import compare_runs
 from needlepoint.design.prepared import load_prepared
 from needlepoint.jsonio import read_json
 from needlepoint.local.compare import attempted
+from needlepoint.local.compare_effects import readme_sections
 from needlepoint.local.compare_files import MARKER, Entrant, Layout, readme_text
 from needlepoint.run.audit import audit_run
 from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 FOLDERS = sorted(p for p in EVIDENCE.glob("*-local-compare") if (p / MARKER).is_file())
+V4 = EVIDENCE / "20261201-local-compare-v4"
 
 
 def test_there_is_one_committed_local_comparison() -> None:
     assert len(FOLDERS) == 1, [p.name for p in FOLDERS]
+    # Every folder with the marker is either that comparison or a run record without one.
+    marked = sorted(p for p in EVIDENCE.glob("*-local-compare*") if (p / MARKER).is_file())
+    assert [p for p in marked if (p / "comparison").is_dir()] == FOLDERS
+    assert V4 in marked and not (V4 / "comparison").exists()
 
 
 @pytest.fixture(scope="module")
@@ -71,5 +82,36 @@ def test_results_analyses_and_comparison_rederive_byte_for_byte(copy) -> None:
     for name in ("comparison.json", "comparison.md"):
         assert (fresh.comparison / name).read_bytes() == (committed.comparison / name).read_bytes()
     audits = {e.key: audit_run(fresh.run(e)).lines() for e in entrants}
-    readme = readme_text(fresh, entrants, audits)
+    readme = readme_text(fresh, entrants, audits, readme_sections(fresh, entrants, EVIDENCE))
     assert readme == (committed.root / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_says_what_the_gemma_difference_is_made_of(copy) -> None:
+    committed, _, _ = copy
+    text = (committed.root / "README.md").read_text(encoding="utf-8")
+    assert (
+        "`runs/gemma3`: over 7 complete case(s), B − M changes by 0.714 and E − M by 0 "
+        "(difference 0.357); high similarity B 7/8, M 1/8, E 0/8." in text
+    )
+    assert "- run 20261201-local-compare-v4/runs/gemma3: v4, 64 of 64 attempted" in text
+
+
+def test_the_v4_runs_are_on_the_record_beside_v5() -> None:
+    from needlepoint.study.registry import collect
+    from needlepoint.study.registry_lines import registry_lines
+
+    for key in ("gemma3", "smollm2"):
+        report = audit_run(V4 / "runs" / key)
+        assert report.ok, report.lines()
+    lines = registry_lines(collect(EVIDENCE))
+    text = "\n".join(lines)
+    v4 = next(x for x in lines if "run 20261201-local-compare-v4/runs/gemma3:" in x)
+    v5 = next(x for x in lines if "run 20261201-local-compare/runs/gemma3:" in x)
+    assert "v4, 64 of 64 attempted, 8 of 8 cases complete; supported (0.375 [0.0625, 0.625])" in v4
+    assert "v5, 64 of 64 attempted, 7 of 8 cases complete; not supported (0.3571 [0, 0.6429])" in v5
+    assert abs(lines.index(v4) - lines.index(v5)) == 1  # side by side, under one variant
+    assert (
+        "same request bytes, 20261201-local-compare/runs/gemma3 and "
+        "20261201-local-compare-v4/runs/gemma3: 63 of 63 shared outcomes identical; decisions "
+        "differ (not supported; supported)" in text
+    )

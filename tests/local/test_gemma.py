@@ -32,8 +32,7 @@ def _missing() -> str | None:
 
 MISSING = _missing()
 live = pytest.mark.skipif(
-    MISSING is not None,
-    reason=f"Gemma or the local extra not installed, live tests skipped: {MISSING}",
+    MISSING is not None, reason="Gemma packages or local extra not installed (make local)"
 )
 
 

@@ -49,3 +49,39 @@ def test_a_resumed_local_run_is_served_on_its_recorded_port(tmp_path: Path) -> N
     assert resume_port(tmp_path) is None
     (tmp_path / "run.json").write_text('{"base_url": null, "simulation": true}')
     assert resume_port(tmp_path) is None
+
+
+def test_local_pilot_passes_the_record_check_and_the_token_check_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The served model's token check goes to ``before_run`` and the caller's version check to
+    ``check``: the first live pilot of the declared study failed when one shadowed the other."""
+    from contextlib import contextmanager
+
+    from needlepoint.local import live
+
+    seen: dict[str, object] = {}
+
+    def token_check(prepared: Path) -> None:
+        raise AssertionError("not called by the spy")
+
+    def version_check(protocol: dict) -> None:
+        raise AssertionError("not called by the spy")
+
+    @contextmanager
+    def fake_served(*args: object, **kwargs: object):
+        yield "options", token_check
+
+    def spy(*args: object, **kwargs: object) -> str:
+        seen.update(kwargs, options=args[4])
+        return "result"
+
+    monkeypatch.setattr(live, "_served", fake_served)
+    monkeypatch.setattr(live, "run_pilot", spy)
+    protocol = Path(__file__).parents[2] / "protocols" / "local-gemma3.json"
+    result = live.run_local_pilot(
+        protocol, tmp_path / "p", (12,), 4, allow=8, version=30, check=version_check
+    )
+    assert result == "result" and seen["options"] == "options"
+    assert seen["before_run"] is token_check and seen["check"] is version_check
+    assert seen["version"] == 30

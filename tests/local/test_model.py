@@ -34,9 +34,9 @@ def _missing_local_extra() -> str | None:
 
 
 MISSING = _missing_local_extra()
-live = pytest.mark.skipif(
-    MISSING is not None, reason=f"local model not installed, live server tests skipped: {MISSING}"
-)
+# One short reason: pytest -ra prints it once per skipped test (the install command is in
+# the README and in the refusal the tests above check).
+live = pytest.mark.skipif(MISSING is not None, reason="local model extra absent (make local)")
 MINI_N_CTX = 1024
 
 

@@ -100,7 +100,7 @@ def test_failed_cell_stops_and_keeps_the_partial_notebook(
     assert not (tmp_path / "ev" / "20260101-t" / "02-freeze.ipynb").exists()
 
 
-def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
+def test_html_links_one_shared_stylesheet_and_loads_nothing_else(tmp_path: Path) -> None:
     a = _notebook(tmp_path / "a.ipynb", ["x = 1"])
     b = _notebook(tmp_path / "b.ipynb", ["y = 2"])
     pages = [pipeline.render_html(a).read_text(), pipeline.render_html(b).read_text()]
@@ -109,8 +109,55 @@ def test_html_links_one_shared_stylesheet(tmp_path: Path) -> None:
     for page in pages:
         head = page[: page.index("</head>")]
         assert f'<link rel="stylesheet" href="{sheets[0].name}">' in head
-        assert "<style" not in head and '<script type="module">' not in head
-    assert len(sorted(tmp_path.glob("notebook-*.mjs"))) == 1
+        assert "<style" not in head
+        # no CDN script (require.js, MathJax), no module script that file:// would refuse
+        assert "<script" not in page and "https://" not in head
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix not in (".ipynb", ".html")) == [
+        sheets[0].name
+    ]
+
+
+def test_html_title_names_the_notebook_and_its_folder(tmp_path: Path) -> None:
+    from nbformat.v4 import new_markdown_cell
+
+    folder = tmp_path / "20261130-offline-x"
+    folder.mkdir()
+    path = _notebook(folder / "04-analysis.ipynb", ["x = 1"])
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, new_markdown_cell("intro\n# 04 · Analysis\ntext"))
+    nbformat.write(nb, path)
+    page = pipeline.render_html(path).read_text()
+    assert "<title>04 · Analysis — 20261130-offline-x</title>" in page
+    bare = pipeline.render_html(_notebook(folder / "05-power.ipynb", ["x = 1"])).read_text()
+    assert "<title>05-power — 20261130-offline-x</title>" in bare
+
+
+def test_html_points_a_markdown_output_s_figures_at_their_folder(tmp_path: Path) -> None:
+    """summary.md names its figures beside itself; the page finds them under analysis_dir."""
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "fig.png").write_bytes(b"png")
+    (tmp_path / "here.png").write_bytes(b"png")
+    path = _notebook(
+        tmp_path / "04-analysis.ipynb",
+        [
+            'analysis_dir = "analysis"\nother = "elsewhere"',
+            "from IPython.display import Markdown\n"
+            "Markdown('![a](fig.png) ![b](here.png) ![c](gone.png) '\n"
+            "         '![d](data:image/png;base64,AA==)')",
+        ],
+        {0: ["parameters"]},
+    )
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, kernel_name="needlepoint", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    nbformat.write(nb, path)
+    page = pipeline.render_html(path).read_text()
+    assert 'src="analysis/fig.png"' in page  # rebased: it is in the parameter's folder
+    assert 'src="here.png"' in page and 'src="gone.png"' in page  # resolves / nowhere: as is
+    assert 'src="data:image/png;base64,AA=="' in page
 
 
 WARNING = "running over TCP without encryption"
@@ -160,3 +207,40 @@ def test_evidence_folder_stays_inside_its_root(tmp_path: Path) -> None:
     assert out == tmp_path / "20261130-offline-1"
     with pytest.raises(NeedlepointError, match="label"):
         pipeline.evidence_folder(tmp_path, "../x", "20261130")
+
+
+def test_the_notebooks_are_found_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside the repository the pipeline finds the repository's notebooks (editable install)."""
+    monkeypatch.chdir(tmp_path)
+    assert pipeline.notebooks_folder(None) == NOTEBOOKS.resolve()
+    (tmp_path / "notebooks").mkdir()
+    _notebook(tmp_path / "notebooks" / "01-design.ipynb", ["x = 1"])
+    assert pipeline.notebooks_folder(None) == Path("notebooks")  # here first
+    assert pipeline.notebooks_folder(str(NOTEBOOKS)) == NOTEBOOKS
+
+
+def test_no_notebooks_anywhere_says_what_to_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import needlepoint
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(needlepoint, "__file__", str(tmp_path / "site" / "a" / "needlepoint.py"))
+    with pytest.raises(NeedlepointError, match=r"run from the repository root, or give --notebo"):
+        pipeline.notebooks_folder(None)
+    assert main(["pipeline", "--label", "x", "--notebooks", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == (
+        f"needlepoint pipeline: error: --notebooks {tmp_path / 'nope'}: no such folder\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing created, not even runs/
+
+
+def test_the_default_evidence_root_is_the_ignored_runs_folder() -> None:
+    from needlepoint.cli.app import build_parser
+
+    args = build_parser().parse_args(["pipeline", "--label", "x"])
+    assert args.evidence_root == pipeline.DEFAULT_ROOT == "runs"
+    ignored = (NOTEBOOKS.parent / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "/runs/" in ignored

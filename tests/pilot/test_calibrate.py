@@ -44,6 +44,8 @@ def _counts(end: tuple[int, int], failures: tuple[int, int], middle=(3, 4), refu
     return LengthCounts(
         length=12,
         end=Proportion.of(*end),
+        end_low=Proportion.of(*end),
+        end_high=Proportion.of(*end),
         middle=Proportion.of(*middle),
         middle_high=Proportion.of(1, 4),
         refusal=Proportion.of(*refusal),
@@ -140,9 +142,16 @@ def test_power_not_reached_within_the_bound(pilot_dir: Path) -> None:
     assert len(out.record.power_table) == 1
 
 
-def test_an_effect_above_the_middle_accuracy_cannot_be_detected(pilot_dir: Path) -> None:
+def test_an_effect_above_the_largest_attainable_is_refused_with_why(pilot_dir: Path) -> None:
     out = calibrate(pilot_dir, CalibrationOptions(effect=1.0, simulations=50))
-    assert out.protocol is None and out.record.verdict == cr.MIDDLE_TOO_LOW
+    rec = out.record
+    assert out.protocol is None and rec.verdict == cr.ABOVE_ATTAINABLE
+    assert rec.power_model is not None and rec.largest_effect == rec.power_model.largest_effect
+    assert rec.power_table == () and rec.recommended_cases is None
+    assert rec.reason.startswith(
+        "the pilot's rates (lengths 12, 24) allow an added middle loss of "
+    )
+    assert "below the effect 1: " in rec.reason and "no case count can power it" in rec.reason
 
 
 @pytest.mark.parametrize(

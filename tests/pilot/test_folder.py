@@ -118,7 +118,8 @@ def test_a_failing_check_before_the_run_sends_nothing(tmp_path: Path) -> None:
     with pytest.raises(NeedlepointError, match="does not fit"):
         run_pilot(design_file(tmp_path), tmp_path / "p", (12,), 4, options, before_run=refuse)
     assert seen == [tmp_path / "p" / "prepared"]
-    assert (tmp_path / "p" / "pilot.json").is_file() and not (tmp_path / "p" / "run").exists()
+    # Refused before its first request: the pilot folder it made is gone (issue 22).
+    assert not (tmp_path / "p").exists()
 
 
 def test_compare_refuses_a_pilot(pilot_dir: Path, tmp_path: Path, capsys) -> None:

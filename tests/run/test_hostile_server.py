@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +60,13 @@ USAGE_NAN = '{"model":"MODEL","choices":[{"finish_reason":"stop","message":{"rol
 USAGE_NAN += '"content":"UNKNOWN"}}],"usage":{"prompt_tokens":NaN,"completion_tokens":1}}'
 
 
+CHOICE = '{"finish_reason":"stop","message":{"role":"assistant","content":"ANSWER"}}'
+DUPLICATE = (
+    '{"model":"MODEL","choices":[' + CHOICE.replace("ANSWER", "UNKNOWN") + "],"
+    '"choices":[' + CHOICE.replace("ANSWER", "XX-0000") + "]}"
+)
+
+
 def _hostile() -> dict[str, tuple[Any, dict[str, str], str]]:
     bomb = gzip_bomb(BOMB)
     return {
@@ -88,6 +96,15 @@ def _hostile() -> dict[str, tuple[Any, dict[str, str], str]]:
         "usage_string": (lambda p: text(p, usage="plenty"), {}, "usage_invalid"),
         "not_utf8": (lambda p: text(p).replace(b"UNKNOWN", b"UNKNOWN\xff"), {}, "unparsable_json"),
         "million_objects": (b"[" + b"{}," * 2_000_000 + b"{}]", {}, "json_too_large"),
+        # 990 stacked codings once overflowed the stack (RecursionError, exit 70) and left the
+        # answer that arrived journalled as indeterminate_interrupted, without status or body.
+        "gzip_990_times": (
+            lambda p: gz(text(p)),
+            {"Content-Encoding": ", ".join(["gzip"] * 990)},
+            "content_encoding",
+        ),
+        # {"choices": [right], "choices": [wrong]} once resolved silently to the last one.
+        "duplicate_choices": (raw(DUPLICATE), {}, "json_duplicate_key"),
     }
 
 
@@ -165,5 +182,89 @@ def test_a_200000_character_answer_round_trips_through_results_and_analysis(
             *["--no-figures", "--out", str(tmp_path / "analysis")],
         ]
     )
+    assert code == 0, err
+    assert run_cli(["audit-run", str(run)])[0] == 0
+
+
+def test_an_answer_whose_body_breaks_the_reader_is_kept_with_its_status(
+    small, tmp_path, monkeypatch
+):
+    """Whatever a body does to the reader once the status arrived, the outcome keeps the status
+    and the bytes: never indeterminate_interrupted without them."""
+    from needlepoint.run import body as body_module
+
+    def broken(self, raw, tick=None):
+        for chunk in raw:
+            self._raw.append(chunk)
+            raise RecursionError("maximum recursion depth exceeded")
+
+    run = tmp_path / "run"
+    with server_for(small) as server:
+        server.script([server.serve("gz", lambda p: gz(text(p)), {"Content-Encoding": "gzip"})])
+        monkeypatch.setattr(body_module.BodyReader, "read", broken)
+        live(small, run, server, allow=1, timeout_s=10)
+    first = of_type(run, "outcome")[0]
+    assert (first["http_status"], first["classification"]["kind"]) == (200, "content_encoding")
+    assert "RecursionError" in first["error_detail"] and decode_body(first)
+    monkeypatch.undo()
+    assert audit_run(run).ok
+
+
+def test_a_deadline_before_the_request_left_is_a_connect_error():
+    """The deadline passes while the connection is still being made (a tiny --timeout-s, or a
+    host that does not answer): the request never left, so it is a connect_error, never an
+    indeterminate outcome."""
+    import socket
+
+    from needlepoint.run.clock import RealClock
+    from needlepoint.run.transport import Transport
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)  # never accepts: once its queue is full, a connect waits
+        port = listener.getsockname()[1]
+        queued = [socket.socket() for _ in range(3)]
+        for sock in queued:
+            sock.setblocking(False)
+            sock.connect_ex(("127.0.0.1", port))
+        time.sleep(0.1)
+        transport = Transport(
+            f"http://127.0.0.1:{port}/v1",
+            api_key="k" * 12,
+            timeout_s=0.3,
+            deadline_s=0.05,
+            clock=RealClock(),
+        )
+        try:
+            outcomes = [transport.send(transport.build(b"{}")) for _ in range(3)]
+        finally:
+            transport.close()
+            for sock in queued:
+                sock.close()
+    assert [o.error for o in outcomes] == ["connect_error"] * 3, outcomes[0].error_detail
+    assert "never left" in outcomes[0].error_detail
+
+
+def test_usage_without_token_counts_is_not_called_missing(small, tmp_path):
+    """A cap stops on an unknown cost; the stop line says why it is unknown."""
+    usage = {"completion_tokens": 3}
+    run = tmp_path / "run"
+    with server_for(small) as server:
+        server.script([server.serve("u", lambda p: text(p, usage=usage))])
+        summary = live(small, run, server, allow=3, cost_cap=5.0, timeout_s=10, **RATES)
+    assert summary.stop_reason == "cost_unknown"
+    assert "usage has no integer prompt_tokens" in summary.stop_detail
+    assert "no usage" not in summary.stop_detail
+
+
+def test_an_answer_with_a_bare_carriage_return_round_trips_through_the_table(small, tmp_path):
+    """The csv module leaves a bare CR unquoted, and every CSV reader ends a row there."""
+    run = tmp_path / "run"
+    with server_for(small) as server:
+        server.script(["content:UNKNOWN\rsecond line", 'content:a,b\r\n"quoted"'])
+        live(small, run, server, allow=2)
+    assert run_cli(["results", str(run)])[0] == 0
+    argv = ["analyze", "--results", str(run / "results.csv"), "--prepared", str(small)]
+    code, _, err = run_cli([*argv, "--no-figures", "--out", str(tmp_path / "a")])
     assert code == 0, err
     assert run_cli(["audit-run", str(run)])[0] == 0

@@ -224,7 +224,7 @@ def test_insecure_http_is_allowed_only_by_the_flag_and_recorded(
     reference_dir, tmp_path, server, monkeypatch
 ):
     # The loopback server stands in for a remote host: every address counts as remote here.
-    monkeypatch.setattr("needlepoint.run.settings.is_loopback", lambda host: False)
+    monkeypatch.setattr("needlepoint.run.limits.is_loopback", lambda host: False)
     with pytest.raises(NeedlepointError, match="--allow-insecure-http"):
         live(reference_dir, tmp_path / "refused", server, allow=1)
     live(reference_dir, tmp_path / "run", server, allow=1, allow_insecure_http=True)

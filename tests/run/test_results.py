@@ -223,3 +223,20 @@ def test_journal_summary_is_readable_and_deterministic(faulty_run):
     assert lines[0].startswith("session 1 at 2026-01-01T00:00:00.000000Z: allow 44")
     assert any("stop_status: HTTP 429 at seq 42" in line for line in lines)
     assert "gaps: min 20 s, median 20 s" in lines
+
+
+def test_a_results_table_from_before_reasoning_tokens_reads_it_as_empty(
+    run, reference_dir, tmp_path
+):
+    """A column added later (reasoning_tokens) reads as empty in an older table, as a JSON
+    field added later does."""
+    write_results(run)
+    rows = list(csv.reader(io.StringIO((run / "results.csv").read_text("utf-8"), newline="")))
+    drop = rows[0].index("reasoning_tokens")
+    old = tmp_path / "old.csv"
+    with old.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([r[:drop] + r[drop + 1 :] for r in rows])
+    argv = ["analyze", "--results", str(old), "--prepared", str(reference_dir), "--no-figures"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    doc = json.loads((tmp_path / "a" / "analysis.json").read_text("utf-8"))
+    assert doc["simulation"] is True

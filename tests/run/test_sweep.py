@@ -58,8 +58,17 @@ def servers(reference_dir: Path, n: int, delay_s: float) -> list[LoopbackServer]
     return [LoopbackServer(answers_from(p.answer_key, p.bodies), delay_s) for _ in range(n)]
 
 
+# A test session started in the background (`make test &`, a CI step) ignores SIGINT, and every
+# child inherits that; the sweep under test must hear the Ctrl-C the tests send it.
+_HEARS_SIGINT = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv = ['needlepoint', *sys.argv[1:]]; "
+    "runpy.run_module('needlepoint', run_name='__main__')"
+)
+
+
 def cli(path: Path) -> subprocess.Popen[str]:
-    args = [sys.executable, "-m", "needlepoint", "sweep", str(path), "--no-progress"]
+    args = [sys.executable, "-c", _HEARS_SIGINT, "sweep", str(path), "--no-progress"]
     env = {**os.environ, KEY_ENV: SENTINEL}
     pipe = subprocess.PIPE
     return subprocess.Popen(args, env=env, stdout=pipe, stderr=pipe, text=True)
@@ -96,8 +105,12 @@ def test_runs_go_side_by_side_and_resume_after_ctrl_c(reference_dir: Path, folde
     started = servers(reference_dir, 2, delay_s=0.05)
     with started[0] as one, started[1] as two:
         path = write_sweep(folder, [live("one", one.base_url), live("two", two.base_url)])
+        # The fifth request of each run hangs until Ctrl-C: on a loaded machine a run can no
+        # longer finish all 128 before the signal is sent (which then found no sweep to stop).
+        for server in (one, two):
+            server.script(["normal"] * 4 + ["hang:60"])
         proc = cli(path)
-        assert one.wait_for(4, timeout=60) and two.wait_for(4, timeout=60), proc.communicate()
+        assert one.wait_for(5, timeout=60) and two.wait_for(5, timeout=60), proc.communicate()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err

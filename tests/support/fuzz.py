@@ -1,13 +1,13 @@
 """The fuzz fixture and, in one place, every sub-command that reads a fuzzed input file.
 
 A *fixture* is one folder holding a small prepared folder, a faulty simulated run of it (with
-``results.csv``), a second run of the same design (for ``compare``), a two-run sweep file and
-the contamination inputs with a frozen context manifest. Each example copies it, damages one
-file (``support.mutations``), and runs in-process every command in ``COMMANDS`` that reads that
-file's group, capturing what a terminal would see.
+``results.csv``), a second run of the same design (for ``compare``), a two-run sweep file, the
+contamination inputs with a frozen context manifest, and a simulated pilot (for ``calibrate``).
+Each example copies it, damages one file (``support.mutations``), and runs in-process every
+command in ``COMMANDS`` that reads that file's group, capturing what a terminal would see.
 
-A new sub-command (``pilot``, ``calibrate``, ``local-compare``, ...) is added to ``COMMANDS``
-with the groups it reads, or to ``NOT_FUZZED`` with the reason; a test fails until it is in one.
+A new sub-command is added to ``COMMANDS`` with the groups it reads (or to ``NO_INPUT``); a test
+fails until it is in one. Commands that would serve a packaged model meet ``no_servers()``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import contextlib
 import io
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,12 +29,21 @@ PREPARED_FILES += ("manifest.json",)
 RUN_FILES = ("run.json", "journal.jsonl", "journal.head.json", "context_manifest.json")
 RUN_FILES += ("results.csv",)
 CONTAMINATION_FILES = ("reference.csv", "discards.csv", "runs.csv", "results.jsonl", "context.json")
+# The fixture's run was started under this declaration (`declare`), made from this plan.
+DECLARATION_FILES = ("declaration.json", "plan.md")
+PILOT_FILES = ("pilot.json", "design.json", "prepared/protocol.json", "prepared/requests.jsonl")
+PILOT_FILES += ("run/run.json", "run/journal.jsonl", "run/journal.head.json", "run/results.csv")
 GROUPS = {
     "prepared": PREPARED_FILES,
     "run": RUN_FILES,
     "contamination": CONTAMINATION_FILES,
     "sweep": ("SWEEP.json",),
+    "declaration": DECLARATION_FILES,
+    "pilot": PILOT_FILES,
 }
+# What a command that would serve a packaged model meets in the fuzz instead of a server: no
+# test ever starts one (the llama.cpp extra may be installed where the tests run).
+NO_SERVER = "fuzz: the input was accepted; no server is started in tests"
 
 
 @dataclass(frozen=True)
@@ -60,8 +69,13 @@ class Paths:
     def workspace(self) -> Path:
         return self.root / "contamination" / "workspace"
 
+    @property
+    def pilot(self) -> Path:
+        return self.root / "pilot"
+
     def file(self, group: str, name: str) -> Path:
         folder = {"prepared": self.prepared, "run": self.run, "contamination": self.inputs}
+        folder["pilot"] = self.pilot
         return folder.get(group, self.root) / name
 
 
@@ -79,6 +93,7 @@ def _resume(s: Paths, _: Path) -> list[str]:
     return [
         *["run", str(s.prepared), "--allow", "64", "--run-dir", str(s.run)],
         *["--simulate", "faulty", "--input-rate", "1", "--output-rate", "2", "--no-progress"],
+        *["--declaration", str(s.root / "declaration.json")],
     ]
 
 
@@ -86,8 +101,15 @@ def _ctx(s: Paths) -> str:
     return str(s.inputs / "context.json")
 
 
+def _protocol(s: Paths) -> str:
+    return f"{s.prepared}/protocol.json"
+
+
 P, R, C, S = ("prepared",), ("prepared", "run"), ("contamination",), ("sweep",)
-ALL = ("prepared", "run", "contamination", "sweep")
+D = ("declaration",)
+PI = ("pilot",)
+ALL = ("prepared", "run", "contamination", "sweep", "declaration", "pilot")
+PILOT_SHAPE = ["--lengths", "12", "--cases", "4"]
 # In the order they run on one damaged copy: readers first, then what writes into the copy
 # (results, a resumed run), so every reader meets the damage as it was made.
 COMMANDS: tuple[Command, ...] = (
@@ -95,6 +117,15 @@ COMMANDS: tuple[Command, ...] = (
     Command("verify", P, lambda s, _: ["verify", str(s.prepared)]),
     Command("audit", P, lambda s, _: ["audit", str(s.prepared)]),
     Command("dry-run", P, lambda s, _: ["dry-run", str(s.prepared)]),
+    Command(
+        "check-endpoint",
+        P,
+        # reads the prepared folder's frozen model, then finds no key: it never connects
+        lambda s, _: [
+            *["check-endpoint", str(s.prepared), "--base-url", "http://127.0.0.1:9/v1"],
+            *["--api-key-env", "NEEDLEPOINT_FUZZ_UNSET_KEY"],
+        ],
+    ),
     Command(
         "prepare",
         P,
@@ -119,9 +150,23 @@ COMMANDS: tuple[Command, ...] = (
             *["--simulate", "perfect", "--no-progress"],
         ],
     ),
-    Command("audit-run", R, lambda s, _: ["audit-run", str(s.run)]),
+    Command("audit-run", (*R, *D), lambda s, _: ["audit-run", str(s.run)]),
     Command(
-        "analyze", R, lambda s, w: ["analyze", str(s.run), "--no-figures", "--out", str(w / "a1")]
+        "analyze",
+        (*R, *D),
+        lambda s, w: [
+            *["analyze", str(s.run), "--no-figures", "--out", str(w / "a1")],
+            *["--evidence-root", str(s.root)],
+        ],
+    ),
+    Command("registry", (*R, *D), lambda s, _: ["registry", str(s.root)]),
+    Command(
+        "declare",
+        ("run", *D),
+        lambda s, w: [
+            *["declare", str(s.root / "plan.md"), "--out", str(w / "amendment.json")],
+            *["--amends", str(s.root / "declaration.json"), "--evidence-root", str(s.root)],
+        ],
     ),
     Command(
         "analyze",
@@ -139,8 +184,67 @@ COMMANDS: tuple[Command, ...] = (
             *["--out", str(w / "cmp")],
         ],
     ),
+    Command(
+        "calibrate",
+        PI,
+        lambda s, w: [
+            *["calibrate", str(s.pilot), "--out", str(w / "v.json"), "--report", str(w / "r.json")],
+            *["--simulations", "20", "--max-cases", "8", "--figures", str(w / "fig")],
+        ],
+    ),
+    Command(
+        "pilot",
+        P,
+        lambda s, w: [
+            *["pilot", "--protocol", _protocol(s), "--out", str(w / "pilot"), *PILOT_SHAPE],
+            *["--allow", "8", "--simulate", "perfect", "--no-progress"],
+        ],
+    ),
+    # Every command that would serve a packaged model refuses bad input before it serves one.
+    Command(
+        "local-run",
+        P,
+        lambda s, w: ["local-run", str(s.prepared), "--run-dir", str(w / "lr"), "--allow", "4"],
+    ),
+    Command(
+        "local-pilot",
+        P,
+        lambda s, w: [
+            *["local-pilot", "--protocol", _protocol(s), "--out", str(w / "lp"), *PILOT_SHAPE],
+            *["--allow", "8", "--no-progress"],
+        ],
+    ),
+    Command(
+        "local-compare",
+        P,
+        lambda s, w: [
+            *["local-compare", "--label", "fuzz", "--protocol", _protocol(s)],
+            *["--evidence-root", str(w / "lc"), "--no-notebooks", "--no-progress"],
+        ],
+    ),
+    Command(
+        "local-pipeline",
+        P,
+        lambda s, w: [
+            *["local-pipeline", "--label", "fuzz", "--protocol", _protocol(s)],
+            *["--evidence-root", str(w / "lpe"), "--date", "20261201"],
+        ],
+    ),
+    Command(
+        "local-model tokenize-check",
+        P,
+        lambda s, _: ["local-model", "tokenize-check", str(s.prepared)],
+    ),
     Command("results", R, lambda s, _: ["results", str(s.run)]),
-    Command("run", R, _resume),
+    Command("run", (*R, *D), _resume),
+    Command(
+        "pilot",
+        PI,
+        lambda s, _: [
+            *["pilot", "--protocol", f"{s.pilot}/design.json", "--out", str(s.pilot)],
+            *[*PILOT_SHAPE, "--allow", "32", "--simulate", "position", "--no-progress"],
+        ],
+    ),
     Command("sweep", S, lambda s, _: ["sweep", str(s.root / "SWEEP.json"), "--no-progress"]),
     Command(
         "contamination overlap",
@@ -182,26 +286,50 @@ COMMANDS: tuple[Command, ...] = (
         ],
     ),
 )
-# Sub-commands the fuzz does not run, each with the reason.
-NOT_FUZZED = {
-    "self-test": "reads no input file (its rule tables are built in)",
-    "pipeline": "re-executes every notebook (minutes); its label and --date are refused in "
-    "tests/cli/test_pipeline.py and the notebooks call the commands fuzzed here",
-    "local-pipeline": "needs the llama.cpp extra and a packaged model",
-    "local-compare": "serves two packaged models (llama.cpp extra); its protocol is read by "
-    "prepare's reader, fuzzed here, and a bad one is refused before any server starts",
-    "local-model locate": "reads installed packages, not a fuzzed input",
-    "local-model serve": "needs the llama.cpp extra and a packaged model",
-    "local-model tokenize-check": "serves a model before it reads the prepared folder",
-    "local-pilot": "serves a packaged model (llama.cpp extra); its bad input is refused before "
-    "any server starts (tests/local/test_live.py)",
-    "local-run": "serves a packaged model; its prepared folder is verified and audited, by the "
-    "readers fuzzed here, before any server starts",
-    "pilot": "its one input is a design protocol file, read by prepare's protocol reader fuzzed "
-    "here; a pilot of a damaged design under the fuzz is not written yet",
-    "calibrate": "reads a pilot folder, a group this fixture does not build yet; the pilot's run "
-    "folder goes through audit-run's reader, fuzzed here",
+# Sub-commands that read no input file the fixture holds: they run once on the pristine
+# fixture (and in the flag fuzz), with the same contract.
+NO_INPUT: tuple[Command, ...] = (
+    Command("self-test", (), lambda s, _: ["self-test"]),
+    Command("local-model locate", (), lambda s, _: ["local-model", "locate"]),
+    Command("local-model serve", (), lambda s, w: ["local-model", "serve", "--log", str(w / "l")]),
+    Command(
+        "pipeline",
+        (),
+        lambda s, w: [
+            *["pipeline", "--label", "fuzz", "--evidence-root", str(w / "pe")],
+            *["--notebooks", str(w / "no-notebooks"), "-p", "allow", "4"],
+        ],
+    ),
+)
+
+
+# Sub-commands the fuzz does not run, each with the reason: none since issue 22.
+NOT_FUZZED: dict[str, str] = {}
+# A command that would serve a model, and the reader whose refusal it must share: when that
+# reader refuses a damaged copy, the command refuses it too, before any server starts.
+REFUSES_BEFORE_SERVING = {
+    "local-run": "verify",
+    "local-pilot": "prepare",
+    "local-compare": "prepare",
+    "local-pipeline": "prepare",
 }
+
+
+@contextlib.contextmanager
+def no_servers() -> Iterator[None]:
+    """Make every way of starting a packaged model's server refuse with NO_SERVER."""
+    from unittest import mock
+
+    from needlepoint.errors import NeedlepointError
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise NeedlepointError(NO_SERVER)
+
+    with (
+        mock.patch("needlepoint.local.server.served_model", refuse),
+        mock.patch("needlepoint.cli.local.served_model", refuse),
+    ):
+        yield
 
 
 def commands(paths: Paths, group: str, scratch: Path) -> list[list[str]]:
@@ -217,10 +345,14 @@ def build_fixture(root: Path) -> Paths:
     root.mkdir(parents=True, exist_ok=True)
     (root / "small.json").write_text(json.dumps(SMALL), encoding="utf-8")
     _ok(["prepare", "--out", str(paths.prepared), "--protocol", str(root / "small.json")])
+    (root / "plan.md").write_text("# Plan\n\nOne faulty simulated run.\n", encoding="utf-8")
+    declaration = str(root / "declaration.json")
+    _ok(["declare", str(root / "plan.md"), "--out", declaration, "--evidence-root", str(root)])
     _ok(
         [
             *["run", str(paths.prepared), "--allow", "40", "--run-dir", str(paths.run)],
             *["--simulate", "faulty", "--input-rate", "1", "--output-rate", "2", "--no-progress"],
+            *["--declaration", declaration],
         ]
     )
     _ok(["results", str(paths.run)])
@@ -238,6 +370,12 @@ def build_fixture(root: Path) -> Paths:
     for entry in runs:
         entry["simulate"] = "perfect"
     (root / "SWEEP.json").write_text(json.dumps(sweep, indent=1), encoding="utf-8")
+    _ok(
+        [
+            *["pilot", "--protocol", str(root / "small.json"), "--out", str(paths.pilot)],
+            *[*PILOT_SHAPE, "--allow", "32", "--simulate", "position", "--no-progress"],
+        ]
+    )
     build_synthetic_workspace(root / "contamination")
     _ok(
         [
@@ -276,18 +414,22 @@ def copy_fixture(pristine: Paths, dest: Path) -> Paths:
     return Paths(dest, pristine=pristine.root)
 
 
+# Commands that run requests, whose exit 3 says a stop rule fired.
+STOPPING = ("run", "sweep", "pilot", "local-run", "local-pilot", "local-compare")
+
+
 def bad_outcome(argv: list[str], code: int, out: str, err: str) -> str | None:
     """Why a command's result breaks the contract, or None.
 
     The contract: exit 0 (done), 1 (a check failed) or 2 (refused, in one line on stderr), and
-    3 for ``run`` and ``sweep`` only (a stop rule fired); never a traceback, never the
+    3 for the commands that run requests (STOPPING: a stop rule fired); never a traceback, never the
     last-resort guard (exit 70).
     """
     if code == INTERNAL_ERROR or "internal error" in err:
         return f"reached the last-resort guard: {err.strip()}"
     if "Traceback" in out + err:
         return "printed a traceback"
-    if code not in (0, 1, 2, 3) or (code == 3 and argv[0] not in ("run", "sweep")):
+    if code not in (0, 1, 2, 3) or (code == 3 and argv[0] not in STOPPING):
         return f"exit status {code}"
     if code == 2 and len([line for line in err.splitlines() if line.strip()]) != 1:
         return f"refusal is not one line: {err!r}"

@@ -1,7 +1,9 @@
 """A small OpenAI-compatible server on 127.0.0.1 that misbehaves on request.
 
 It answers ``POST /v1/chat/completions`` (``message.content``) and ``POST /v1/completions``
-(``text``, for the completion body profile); any other path gets 404, as llama.cpp answers.
+(``text``, for the completion body profile), and ``GET /v1/models`` with its model list (401
+when it was given a ``key`` and the request carries another); any other path gets 404, as
+llama.cpp answers.
 
 Tests and the runner benchmark talk to it over a real socket, so the runner's transport,
 timeouts and deadline are exercised as they will be against a provider. Each request consumes
@@ -52,6 +54,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt: str, *args: Any) -> None:  # silence the default stderr log
         pass
 
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        auth = self.headers.get("Authorization", "")
+        number = owner._record_get(auth, self.path)
+        if self.path != "/v1/models":
+            self._send(404, b'{"detail": "Not Found"}', number)
+        elif owner.key is not None and auth != f"Bearer {owner.key}":
+            self._send(401, b'{"error": {"message": "invalid api key"}}', number)
+        else:
+            data = [{"id": m, "object": "model", "owned_by": "loopback"} for m in owner.models]
+            self._send(200, json.dumps({"object": "list", "data": data}).encode(), number)
+
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         owner = self.server.owner
@@ -83,8 +97,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b'{"choices": [{"message": ', number)
             return
         if name == "serve":
-            out, extra = owner.served[arg]
-            self._send(200, out(payload) if callable(out) else out, number, extra)
+            out, extra, code = owner.served[arg]
+            self._send(code, out(payload) if callable(out) else out, number, extra)
             return
         if name in ("empty", "length_empty"):
             content = ""
@@ -183,12 +197,17 @@ class LoopbackServer:
         answer: Callable[[bytes, dict[str, Any]], str] | None = None,
         delay_s: float = 0.0,
         port: int = 0,
+        models: Iterable[str] = ("agnes-3.0-flash",),
+        key: str | None = None,
     ) -> None:
         self.answer = answer or (lambda body, payload: "UNKNOWN")
         self.delay_s = delay_s
+        self.models = list(models)  # what GET /v1/models lists
+        self.key = key  # when set, GET /v1/models answers 401 to any other key
         self.requests: list[Received] = []
-        # serve:NAME bodies: bytes, or a function of the request payload, with extra headers.
-        self.served: dict[str, tuple[Any, dict[str, str]]] = {}
+        # serve:NAME bodies: bytes, or a function of the request payload, with extra headers
+        # and a status.
+        self.served: dict[str, tuple[Any, dict[str, str], int]] = {}
         self._script: deque[str] = deque()
         self._lock = threading.Condition()
         self._stop = threading.Event()
@@ -208,9 +227,11 @@ class LoopbackServer:
         with self._lock:
             return len(self.requests)
 
-    def serve(self, name: str, body: Any, headers: dict[str, str] | None = None) -> str:
-        """Register a body for mode ``serve:NAME`` and return that mode."""
-        self.served[name] = (body, headers or {})
+    def serve(
+        self, name: str, body: Any, headers: dict[str, str] | None = None, status: int = 200
+    ) -> str:
+        """Register a body (with its headers and status) for mode ``serve:NAME``; return it."""
+        self.served[name] = (body, headers or {}, status)
         return f"serve:{name}"
 
     def script(self, modes: Iterable[str]) -> None:
@@ -231,6 +252,14 @@ class LoopbackServer:
             self.requests.append(Received(number, mode, sha, authorization, time.monotonic(), path))
             self._lock.notify_all()
             return number, mode
+
+    def _record_get(self, authorization: str, path: str) -> int:
+        """A GET is counted like any request but consumes no scripted mode."""
+        with self._lock:
+            number = len(self.requests) + 1
+            self.requests.append(Received(number, "get", "", authorization, time.monotonic(), path))
+            self._lock.notify_all()
+            return number
 
     def start(self) -> LoopbackServer:
         self._thread.start()

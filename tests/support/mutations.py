@@ -3,7 +3,8 @@
 Each mutation takes the file's bytes and a ``choose(n) -> 0..n-1`` that hypothesis drives, so
 an example is reproducible from its draws: truncation, bit flips, a BOM, bytes that are not
 UTF-8, a value of the wrong type (JSON, JSONL or a CSV cell), a forger's re-chained journal,
-100,000-deep nesting, an empty file, a missing file, and a folder in the file's place.
+100,000-deep nesting, an empty file, a missing file, a folder in the file's place, a symbolic link
+to an outside copy, a FIFO, and the file extended by 96 MiB (to show bounded memory).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -116,7 +118,15 @@ MUTATIONS = (
     "empty",
     "delete",
     "directory",
+    "symlink",
+    "fifo",
+    "bloat",
 )
+# How far ``bloat`` extends a file (sparse zeros: no disk, no time): past every per-file and
+# per-record limit, so a reader must refuse it by its size or stream it.
+BLOAT_BYTES = 96 << 20
+# Where ``symlink`` puts the file it links to: beside the damaged copy, never inside it.
+OUTSIDE = "outside"
 
 
 def mutate(path: Path, how: str, choose: Callable[[int], int], odd: Any) -> None:
@@ -154,6 +164,29 @@ def mutate(path: Path, how: str, choose: Callable[[int], int], odd: Any) -> None
         path.unlink()
         path.mkdir()
         (path / "inside").write_text("x")
+    elif how == "symlink":
+        # A link to an outside copy of the same bytes: readers may follow it (an input) or
+        # refuse it (a record), but nothing may ever be written through it.
+        outside = outside_of(path)
+        outside.mkdir(exist_ok=True)
+        target = outside / f"{len(list(outside.iterdir()))}-{path.name}"
+        target.write_bytes(data)
+        path.unlink()
+        path.symlink_to(target)
+    elif how == "fifo":
+        path.unlink()
+        os.mkfifo(path)  # a reader that opens it blindly would wait forever
+    elif how == "bloat":
+        with open(path, "r+b") as fh:
+            fh.truncate(len(data) + BLOAT_BYTES)
+
+
+def outside_of(path: Path) -> Path:
+    """The folder beside the fixture copy that ``symlink`` links into."""
+    for parent in path.parents:
+        if parent.name == "copy":
+            return parent.parent / OUTSIDE
+    return path.parent.parent / OUTSIDE
 
 
 def rechain(path: Path) -> None:

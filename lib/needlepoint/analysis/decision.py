@@ -23,6 +23,11 @@ def fmt(x: Fraction | float) -> str:
     return f"{float(x):.4g}"
 
 
+def meets_rule(estimate: Fraction, lower: Fraction, params: AnalysisParameters) -> bool:
+    """The preregistered rule: the estimate reaches the threshold and the lower bound is above 0."""
+    return estimate >= as_fraction(float(params.threshold)) and lower > 0
+
+
 def decide(numerators: Sequence[int], denominator: int, params: AnalysisParameters) -> Decision:
     """Estimate, interval and the preregistered decision from per-case integer numerators."""
     n, minimum = len(numerators), int(params.min_complete_cases)
@@ -67,7 +72,7 @@ def decide(numerators: Sequence[int], denominator: int, params: AnalysisParamete
         total_weight=int(boot.total),
     )
     pct = f"{fmt(100 * boot.confidence)}%"
-    if estimate >= threshold and lower > 0:
+    if meets_rule(estimate, lower, params):
         decision = SUPPORTED
         reason = (
             f"difference {fmt(estimate)} >= threshold {fmt(threshold)} and the {pct} "

@@ -6,11 +6,13 @@ absolute paths, so re-running it gives the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import needlepoint
+from needlepoint.analysis.inference import RunContext
 from needlepoint.analysis.inputs import AnalysisInput, from_results_csv, from_run
 from needlepoint.analysis.primary import SIMULATION_BANNER, primary
 from needlepoint.analysis.record import (
@@ -26,14 +28,19 @@ from needlepoint.analysis.secondary import secondary
 from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
 from needlepoint.jsonio import write_bytes_atomic
+from needlepoint.safefolder import is_output_file, replaced_folder
 
 FIGURES = {
     "accuracy": "accuracy_by_position.png",
     "forest": "forest_difference.png",
     "bootstrap": "bootstrap_distribution.png",
     "completeness": "completeness.png",
+    "positions": "accuracy_by_position_lines.png",
 }
-TABLES = ("cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures")
+TABLES = (
+    "cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures",
+    "effects", "positions", "robustness", "diagnostics",
+)  # fmt: skip
 
 
 def _row(record: Any) -> dict[str, Any]:
@@ -60,6 +67,12 @@ class Analysis:
     def simulation(self) -> bool:
         return self.document.simulation
 
+    def headline(self) -> list[str]:
+        """What was run, Q1, Q2 and the robustness verdict, as ``analyze`` prints them."""
+        from needlepoint.analysis.headline import headline_lines
+
+        return headline_lines(self.document)
+
     def figures(self) -> dict[str, Path]:
         """Figure name -> PNG path (empty when nothing was written)."""
         if self.out_dir is None:
@@ -85,18 +98,35 @@ class Analysis:
             "exclusions": lambda: [_row(r) for r in doc.exclusions],
             "accuracy": lambda: [_row(r) for r in sec.accuracy],
             "refusal": lambda: [_row(r) for r in sec.refusal],
+            # every kind in every row: a kind a row lacks is a count of 0, not a missing value
             "errors": lambda: [
-                {k: v for k, v in _row(r).items() if k != "kinds"} | r.kinds for r in sec.errors
+                {k: v for k, v in _row(r).items() if k != "kinds"}
+                | {k: r.kinds.get(k, 0) for k in sorted({k for e in sec.errors for k in e.kinds})}
+                for r in sec.errors
             ],
             "failures": lambda: [_row(r) for r in sec.protocol_failures],
+            "effects": lambda: [_row(r) for r in doc.effects.measures],
+            "positions": lambda: [_row(r) for r in doc.effects.positions],
+            "robustness": lambda: [
+                {k: v for k, v in _row(r).items() if k != "cells"}
+                for r in (*doc.robustness.missing, *doc.robustness.leave_one_out)
+            ],
+            "diagnostics": lambda: [_row(r) for r in doc.diagnostics.accuracy],
         }
         return pd.DataFrame(rows[name]())
 
 
 def build_document(inp: AnalysisInput) -> AnalysisDocument:
     """The versioned analysis.json content for one validated run."""
+    from needlepoint.analysis.diagnostics import diagnostics
+    from needlepoint.analysis.effects import effects
+    from needlepoint.analysis.robustness import robustness
+
     result = primary(inp)
     proto = inp.protocol
+    params = AnalysisParameters.of(proto)
+    # An input built by hand (not by from_run or from_results_csv) has no context: none known.
+    context = inp.context or RunContext(None, None, None, None, ())
     return AnalysisDocument(
         format=ANALYSIS_FORMAT,
         version=ANALYSIS_VERSION,
@@ -112,7 +142,7 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
             body_profile=body_profile(proto),
         ),
         run=RunRef(journal_sha256=inp.journal_sha256, source=inp.source, unverified=inp.unverified),
-        parameters=AnalysisParameters.of(proto),
+        parameters=params,
         completeness=result.completeness,
         exploratory=result.exploratory,
         exclusions=result.exclusions,
@@ -120,35 +150,52 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
         primary=result.primary,
         secondary=secondary(inp.outcomes),
         figures=dict(FIGURES),
+        context=context,
+        effects=effects(inp.outcomes, params),
+        robustness=robustness(inp.outcomes, params, result.primary),
+        diagnostics=diagnostics(inp.outcomes, inp.sessions),
     )
 
 
 def write_figures(doc: AnalysisDocument, inp: AnalysisInput, out: Path) -> None:
-    """Draw the four analysis figures into ``out``."""
+    """Draw the five analysis figures into ``out``."""
     from needlepoint.analysis import plots
+    from needlepoint.analysis.position_plot import position_lines
 
     sim = inp.simulation
     plots.accuracy_heatmap(doc.secondary.accuracy, out / FIGURES["accuracy"], sim)
     plots.forest_plot(doc.primary, out / FIGURES["forest"], sim)
     plots.bootstrap_plot(doc.primary, out / FIGURES["bootstrap"], sim)
     plots.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
+    position_lines(doc.effects.positions, out / FIGURES["positions"], sim)
 
 
-def analyze(inp: AnalysisInput, out_dir: str | Path | None, figures: bool = True) -> Analysis:
-    """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures."""
+def analyze(
+    inp: AnalysisInput,
+    out_dir: str | Path | None,
+    figures: bool = True,
+    record: Sequence[str] = (),
+) -> Analysis:
+    """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures.
+
+    ``record``: the study record's lines for summary.md (a run's declaration chain, other runs
+    of its design on record); they never enter analysis.json or the decision.
+    """
     from needlepoint.analysis.summary import summary_markdown
 
     doc = build_document(inp)
     if out_dir is None:
         return Analysis(doc, None)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if figures:
-        write_figures(doc, inp, out)
-    else:
+    if not figures:
         doc = replace(doc, figures={})
-    write_bytes_atomic(out / "analysis.json", to_json(doc))
-    write_bytes_atomic(out / "summary.md", summary_markdown(doc).encode("utf-8"))
+    # All files of one analysis land together or not at all: an interrupted analysis leaves the
+    # earlier one whole, never new figures beside an old analysis.json.
+    with replaced_folder(out, is_output_file) as fresh:
+        if figures:
+            write_figures(doc, inp, fresh)
+        write_bytes_atomic(fresh / "analysis.json", to_json(doc))
+        write_bytes_atomic(fresh / "summary.md", summary_markdown(doc, record).encode("utf-8"))
     return Analysis(doc, out)
 
 
@@ -160,7 +207,18 @@ def analyze_run(
 ) -> Analysis:
     """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
     target = Path(run_dir) / "analysis" if out_dir is None else out_dir
-    return analyze(from_run(run_dir, prepared_dir), target, figures)
+    inp = from_run(run_dir, prepared_dir)
+    return analyze(inp, target, figures, declaration_record(run_dir, target))
+
+
+def declaration_record(run_dir: str | Path, out_dir: str | Path) -> list[str]:
+    """A declared run's declaration chain for summary.md (paths as seen from ``out_dir``);
+    nothing for a run started without one."""
+    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+
+    if run_declaration(Path(run_dir)) is None:
+        return []
+    return run_chain_lines(Path(run_dir), Path(out_dir))
 
 
 def analyze_results(

@@ -7,12 +7,14 @@ so a notebook's rcParams cannot change the bytes, and the PNG metadata carries n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from needlepoint.analysis.primary import SIMULATION_BANNER
+from needlepoint.safeio import write_bytes_atomic
 
 
 @contextmanager
@@ -55,7 +57,29 @@ def stable_figure(
             color="#b2182b" if simulation else "black",
         )
         # No "Software" entry: the bytes must not change with the matplotlib version string.
+        # Drawn into memory, then written through the one safe-write helper (never a link).
+        buffer = io.BytesIO()
         fig.savefig(
-            path, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
+            buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
         )
+        write_bytes_atomic(path, buffer.getvalue())
     fig.clear()
+
+
+# Printed under every figure of the difference in middle loss, so it can be read on its own.
+MIDDLE_LOSS_NOTE = (
+    "middle loss = (B + E)/2 − M, from exact-correct answers (0 or 1) of one case, length and "
+    "similarity;\ndifference = middle loss at high similarity − middle loss at low similarity "
+    "(each lies between −2 and 2)"
+)
+
+
+def difference_limits(values: Sequence[float]) -> tuple[float, float]:
+    """Symmetric x limits that show every value: ±1.1 at least, never cutting a marker."""
+    reach = max([1.0, *(abs(v) for v in values)])
+    return -reach - 0.1, reach + 0.1
+
+
+def add_note(fig: Any, text: str) -> None:
+    """A small explanatory note along the bottom edge of the figure."""
+    fig.text(0.01, 0.06 / fig.get_figheight(), text, fontsize=7.5, color="#444444", va="bottom")

@@ -9,11 +9,12 @@ naming the file, the line and the field.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.analysis.context import RunContext, near_kind, run_context, run_facts
 from needlepoint.analysis.guards import check_pilot
 from needlepoint.analysis.results_table import read_results_csv
 from needlepoint.design.prepared import PLAN_COLUMNS, Prepared, load_prepared
@@ -61,6 +62,7 @@ class Outcome:
     reasoning_tokens: int | None  # usage.completion_tokens_details, when the server reports it
     cost: float | None
     lenient: bool = False  # exploratory (scoring.lenient_correct); the decision never reads it
+    near_kind: str | None = None  # a wrong code naming a near name: that name's kind
 
     @property
     def valid(self) -> bool:
@@ -89,6 +91,8 @@ class AnalysisInput:
     source: str
     # Why the rows are taken on trust, when no journal re-derived them (a results table).
     unverified: str | None = None
+    context: RunContext | None = None  # endpoint host, dates, sessions, prompt sizes
+    sessions: Mapping[int, int] | None = None  # seq -> the session that sent it (journal only)
 
 
 # A results table is checked row by row against the prepared plan, but nothing proves that its
@@ -135,7 +139,7 @@ def _check_status(row: Mapping[str, str], answer: Mapping, unknown: str, where: 
 
 
 def validate_rows(
-    rows: Sequence[tuple[int, Mapping[str, str]]], prepared: Prepared, name: str
+    rows: Iterable[tuple[int, Mapping[str, str]]], prepared: Prepared, name: str
 ) -> tuple[tuple[Outcome, ...], bool, str | None]:
     """Check ``(line, row)`` pairs against the prepared plan; return outcomes in seq order."""
     plan = {p.seq: p for p in prepared.plan}
@@ -182,6 +186,7 @@ def validate_rows(
                 "different runs are never pooled"
             )
         lenient = _check_status(row, prepared.answer_key[seq], unknown, where)
+        near = near_kind(row, prepared.answer_key[seq])
         numbers = {f: _parse_number(row[f], int, where, f) for f in _INT_FIELDS}
         numbers |= {f: _parse_number(row[f], float, where, f) for f in _FLOAT_FIELDS}
         outcomes.append(
@@ -198,6 +203,7 @@ def validate_rows(
                 kind=row["kind"],
                 **numbers,
                 lenient=lenient,
+                near_kind=near,
             )
         )
     absent = sorted(set(plan) - set(seen))
@@ -237,6 +243,7 @@ def from_results_csv(csv_path: str | Path, prepared_dir: str | Path) -> Analysis
         journal,
         "results table",
         unverified=UNVERIFIED_TABLE,
+        context=run_context(prepared, outcomes, None),
     )
 
 
@@ -254,14 +261,16 @@ def from_run(
             f"{run_dir}: run was made from prepared fingerprint {run.prepared_fingerprint[:12]}, "
             f"but {run.prepared_dir.name} has {prepared.fingerprint[:12]}"
         )
-    numbered = [(i + 2, row) for i, row in enumerate(run.rows)]
+    numbered = ((i + 2, row) for i, row in enumerate(run.rows))  # one row at a time
     name = f"{Path(run_dir).name}/results (re-derived from the journal)"
     outcomes, simulation, journal = validate_rows(numbered, prepared, name)
     if simulation != run.simulation or (journal or "") != run.journal_sha256:
         raise NeedlepointError(f"{run_dir}: run record and its rows disagree on simulation/journal")
+    context, sessions = run_facts(Path(run_dir), prepared, outcomes)
     return AnalysisInput(
-        prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, "run journal"
-    )
+        prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, "run journal",
+        context=context, sessions=sessions,
+    )  # fmt: skip
 
 
 def refuse_pooling(inputs: Sequence[AnalysisInput], names: Sequence[str]) -> None:

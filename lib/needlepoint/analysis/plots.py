@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from needlepoint.analysis.figure import stable_figure
+from needlepoint.analysis.figure import (
+    MIDDLE_LOSS_NOTE,
+    add_note,
+    difference_limits,
+    stable_figure,
+)
 from needlepoint.analysis.record import Primary
 from needlepoint.analysis.tables import AccuracyCell
 
@@ -95,7 +100,7 @@ def forest_plot(primary: Primary, path: str | Path, simulation: bool = False) ->
     title = "Similarity difference in middle loss (high − low), per complete case"
     rows = len(cases) + 1
     with stable_figure(
-        (8.5, 1.5 + 0.4 * rows), (1.4, 1.5, 0.55, 0.6), title, simulation, path
+        (8.5, 1.85 + 0.4 * rows), (1.4, 1.5, 0.55, 0.95), title, simulation, path
     ) as fig:
         ax = fig.subplots()
         markers = ["^", "v", "s", "P"]
@@ -140,9 +145,14 @@ def forest_plot(primary: Primary, path: str | Path, simulation: bool = False) ->
         )
         ax.set_yticks(range(rows), [c.case for c in cases] + [label])
         ax.invert_yaxis()
-        ax.set_xlim(-1.1, 1.1)
+        shown = [c.difference for c in cases]
+        shown += [r.difference for c in cases for r in c.lengths if r.difference is not None]
+        if primary.estimate is not None and interval:
+            shown += [primary.estimate, interval.lower, interval.upper]
+        ax.set_xlim(*difference_limits(shown))
         ax.set_xlabel("difference in middle loss, high − low similarity")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+        add_note(fig, MIDDLE_LOSS_NOTE)
     return Path(path)
 
 

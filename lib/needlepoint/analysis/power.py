@@ -11,16 +11,17 @@ the very resamples the analysis would draw from the protocol's seed. Everything 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from needlepoint.analysis.bootstrap import as_fraction, integer_sum_weights, tail_probabilities
+from needlepoint.analysis.power_model import CONDITIONS, PowerModel, expit_shifted, mc_se
 from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.errors import NeedlepointError
 
-CONDITIONS = ("B", "M", "E", "A")
 # Limits checked before anything is allocated (docs/analysis.md, "Power").
 MAX_POWER_CASES = 10_000
 MAX_SIMULATIONS = 1_000_000
@@ -31,29 +32,11 @@ POWER_COLUMNS = (
     "cases",
     "effect",
     "power",
+    "power_se",
     "not_evaluable",
     "mean_complete_cases",
     "simulations",
 )
-
-
-@dataclass(frozen=True)
-class PowerModel:
-    """A hypothetical model: P(correct) by position, P(failure), and when the runner stops."""
-
-    acc_b: float = 0.95
-    acc_m: float = 0.9
-    acc_e: float = 0.95
-    acc_a: float = 0.95
-    failure_rate: float = 0.0
-    stop_after: int | None = None  # consecutive failures that end a run; None: the protocol's
-
-    def check(self) -> None:
-        """Refuse probabilities outside [0, 1], with the offending name."""
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name != "stop_after" and not 0 <= value <= 1:
-                raise NeedlepointError(f"power: {f.name} must lie in [0, 1], got {value}")
 
 
 @dataclass(frozen=True)
@@ -97,19 +80,24 @@ def simulate_runs(
     failure_rate: float,
     uniforms: tuple[np.ndarray, np.ndarray],
     stop_after: int,
+    case_shift: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-case integer numerators (sum over lengths of twice the difference) and completeness.
 
     ``accuracy`` maps (similarity, condition) to P(correct); ``uniforms`` are two (runs × slots)
-    arrays of U(0, 1) draws, shared across effect sizes so the power curve is smooth.
+    arrays of U(0, 1) draws, shared across effect sizes so the power curve is smooth;
+    ``case_shift`` (runs × cases) moves every answer of a case on the logit scale.
     """
     index, slots = design_index(protocol, n_cases)
     p = np.array([accuracy[(s.similarity, s.condition)] for s in slots])
     u_answer, u_fail = uniforms
+    if case_shift is not None:
+        p = expit_shifted(p, case_shift[:, [s.case_index for s in slots]])
     correct = u_answer < p
     failed = u_fail < failure_rate
     valid = ~failed
-    if stop_after > 0 and failure_rate > 0:
+    # More consecutive failures than requests can never happen: no window, no stop.
+    if 0 < stop_after <= failed.shape[1] and failure_rate > 0:
         window = np.lib.stride_tricks.sliding_window_view(failed, stop_after, axis=1).all(-1)
         stops = window.any(axis=1)
         last = np.where(stops, window.argmax(axis=1) + stop_after - 1, failed.shape[1])
@@ -169,31 +157,35 @@ def decide_runs(
                 )
             at_zero = (vals.astype(np.float32) @ cache[key].T <= 0).sum(axis=1)
             total = int(params.bootstrap_resamples)
-        # Lower bound Q(alpha) > 0 exactly when P(resample mean <= 0) < alpha; both sides are
-        # integers far below 2**63 (total <= 12**12, alpha's denominator is small).
-        supported[rows] = at_zero.astype(np.int64) * alpha.denominator < alpha.numerator * total
+        # Lower bound Q(alpha) > 0 exactly when the weight at sums <= 0 stays below the
+        # quantile's need, ceil(alpha * total) and at least 1 (bootstrap.inverse_cdf_index).
+        # The need is one exact Python integer: multiplying the counts by alpha's denominator
+        # instead overflowed int64 for a non-round confidence with 13 exact cases.
+        need = max(math.ceil(alpha * total), 1)
+        supported[rows] = at_zero.astype(np.int64) < need
     return supported, k >= minimum
 
 
-def power_bytes(study: PowerStudy, protocol: dict[str, Any]) -> int:
+def power_bytes(study: PowerStudy, protocol: dict[str, Any], spread: bool = False) -> int:
     """An upper estimate of the memory power_grid needs at its largest design, in bytes.
 
     Per simulated run and request slot: two float64 uniforms and about 40 bytes of booleans and
-    gathered integers; per Monte Carlo bootstrap, resamples × cases indices and counts (16 bytes)
-    and a float32 per run and resample.
+    gathered integers (with a between-case spread, 16 more: the shifted probabilities); per
+    Monte Carlo bootstrap, resamples × cases indices and counts (16 bytes) and a float32 per
+    run and resample.
     """
     params = AnalysisParameters.of(protocol)
     per_case = len(protocol["lengths"]) * 2 * len(CONDITIONS)
     resamples = int(params.bootstrap_resamples)
     worst = 0
     for n in study.cases:
-        runs = study.simulations * n * per_case * (2 * 8 + 40)
+        runs = study.simulations * n * per_case * (2 * 8 + 40 + (16 if spread else 0))
         boot = resamples * n * 16 + study.simulations * resamples * 4 if n > 0 else 0
         worst = max(worst, runs + boot)
     return worst
 
 
-def check_size(study: PowerStudy, protocol: dict[str, Any]) -> None:
+def check_size(study: PowerStudy, protocol: dict[str, Any], spread: bool = False) -> None:
     """Refuse a study that is malformed or would not fit in memory, before allocating."""
     if study.simulations < 1 or any(n < 1 for n in study.cases) or not study.cases:
         raise NeedlepointError("power: simulations and cases must be positive")
@@ -203,7 +195,7 @@ def check_size(study: PowerStudy, protocol: dict[str, Any]) -> None:
         raise NeedlepointError(
             f"power: at most {MAX_POWER_CASES} cases and {MAX_SIMULATIONS} simulations"
         )
-    need = power_bytes(study, protocol)
+    need = power_bytes(study, protocol, spread)
     if need > MAX_POWER_BYTES:
         raise NeedlepointError(
             f"power: {study.simulations} simulations of up to {max(study.cases)} cases need "
@@ -232,35 +224,34 @@ def power_grid(
         protocol = reference_protocol()
     effects = list(study.effects)
     model.check()
-    acc_m = model.acc_m
-    if not all(0 <= e <= acc_m for e in effects):  # also refuses NaN
-        raise NeedlepointError(f"power: added middle losses must lie in [0, acc_m={acc_m}]")
-    check_size(study, protocol)
+    model.check_effects(tuple(effects))
+    check_size(study, protocol, spread=model.case_sd > 0)
     stop_after = model.stop_after
     if stop_after is None:
         stop_after = int(protocol["runner"]["max_consecutive_failures"])
     params = AnalysisParameters.of(protocol)
     denominator = 2 * len(protocol["lengths"])
-    per_condition = dict(
-        zip(CONDITIONS, (model.acc_b, acc_m, model.acc_e, model.acc_a), strict=True)
-    )
     rows, cache = [], {}
     for n in study.cases:
         _, slots = design_index(protocol, n)
         rng = np.random.default_rng([study.seed, n])
         shape = (study.simulations, len(slots))
         uniforms = (rng.random(shape), rng.random(shape))
+        # Drawn after the uniforms, so a model without spread keeps its earlier runs exactly.
+        shift = None
+        if model.case_sd > 0:
+            shift = model.case_sd * rng.standard_normal((study.simulations, n))
         for effect in effects:
-            accuracy = {(s, c): a for s in ("low", "high") for c, a in per_condition.items()}
-            accuracy[("high", "M")] = acc_m - effect
             nums, complete = simulate_runs(
-                protocol, n, accuracy, model.failure_rate, uniforms, stop_after
+                protocol, n, model.rates(effect), model.failure_rate, uniforms, stop_after, shift
             )
             supported, evaluable = decide_runs(nums, complete, denominator, params, cache)
+            power = float(supported.mean())
             values = (
                 n,
                 effect,
-                float(supported.mean()),
+                power,
+                mc_se(power, study.simulations),
                 float(1 - evaluable.mean()),
                 float(complete.sum(axis=1).mean()),
                 study.simulations,

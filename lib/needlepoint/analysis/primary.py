@@ -217,6 +217,29 @@ def primary(inp: AnalysisInput) -> PrimaryResult:
     )
 
 
+def position_bounds(by_sim: dict[str, list[Outcome]], floor: bool, scope: str = "") -> list[str]:
+    """A caveat naming each position at 0% (floor) or 100% (ceiling) under one similarity.
+
+    A rate there cannot move further that way, so a middle loss, or a difference, that involves
+    it is bounded by the task rather than measured. B and E floors are left to the floor caveat.
+    """
+    bounded = []
+    for sim, rows in by_sim.items():
+        for cond in ("B", "M", "E"):
+            cell = [o for o in rows if o.condition == cond]
+            hits = sum(o.status == "correct" for o in cell)
+            if cell and hits in (0, len(cell)) and not (floor and hits == 0 and cond != "M"):
+                where = "floor" if hits == 0 else "ceiling"
+                bounded.append(f"{cond} under {sim} similarity {hits}/{len(cell)} ({where})")
+    if not bounded:
+        return []
+    return [
+        f"Position at floor or ceiling: {'; '.join(bounded)}. A rate at 0 or 1 cannot move "
+        "further that way, so a middle loss or a difference that involves it is bounded by the "
+        f"task, not measured{scope}."
+    ]
+
+
 def caveats(inp: AnalysisInput, complete: Sequence[str], result: Primary) -> list[str]:
     """Conditions under which the number says less than it seems to."""
     notes = []
@@ -236,7 +259,8 @@ def caveats(inp: AnalysisInput, complete: Sequence[str], result: Primary) -> lis
         scope = " (exploratory: over all valid responses, as no case is complete)"
     if present:
         by_sim = {s: [o for o in present if o.similarity == s] for s in ("low", "high")}
-        if all(by_sim.values()) and all(o.status == "correct" for o in present):
+        ceiling = all(by_sim.values()) and all(o.status == "correct" for o in present)
+        if ceiling:
             notes.append(
                 "Ceiling: every answer-present response in both similarity conditions is "
                 "correct, so a zero difference cannot tell no effect from a task too easy to "
@@ -249,6 +273,8 @@ def caveats(inp: AnalysisInput, complete: Sequence[str], result: Primary) -> lis
                 "similarity condition, so the middle loss cannot be positive and a zero "
                 f"difference proves nothing{scope}."
             )
+        if not ceiling:
+            notes += position_bounds(by_sim, not any(o.status == "correct" for o in ends), scope)
     failed = Counter(o.kind for o in inp.outcomes if o.status == "protocol_failure")
     if failed:
         executed = sum(o.status != "unexecuted" for o in inp.outcomes)

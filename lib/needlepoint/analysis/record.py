@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.analysis.inference import Diagnostics, Effects, Robustness, RunContext
 from needlepoint.analysis.tables import Secondary
 from needlepoint.schema import (
     document_bytes,
@@ -24,7 +25,7 @@ from needlepoint.schema import (
 )
 
 ANALYSIS_FORMAT = "needlepoint-analysis"
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,10 @@ class Exclusion:
 
 @dataclass(frozen=True)
 class AnalysisDocument:
-    """The whole analysis.json document, format ``needlepoint-analysis`` version 1."""
+    """The whole analysis.json document, format ``needlepoint-analysis`` version 2.
+
+    Version 2 added ``context``, ``effects``, ``robustness`` and ``diagnostics``.
+    """
 
     format: str
     version: int
@@ -232,6 +236,10 @@ class AnalysisDocument:
     primary: Primary
     secondary: Secondary
     figures: dict[str, str]
+    context: RunContext
+    effects: Effects
+    robustness: Robustness
+    diagnostics: Diagnostics
 
     def to_json(self) -> bytes:
         """The analysis.json bytes: sorted keys, two-space indent, UTF-8, final newline."""

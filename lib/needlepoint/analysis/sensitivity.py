@@ -30,6 +30,24 @@ def detectable_effect(table: Any, target: float = 0.8) -> dict[int, dict[str, fl
     return out
 
 
+def model_lines(model: PowerModel, stop: int) -> list[str]:
+    """The model in words: rates per similarity, the effects they allow, spread, failures."""
+    hb, he, ha = model.high("B"), model.high("E"), model.high("A")
+    own = model.own_effect
+    lines = [
+        f"model: P(correct) under low similarity B {model.acc_b:g}, M {model.acc_m:g}, "
+        f"E {model.acc_e:g}, A {model.acc_a:g}; under high similarity B {hb:g}, E {he:g}, "
+        f"A {ha:g}, and M {model.largest_effect:g} minus the added middle loss",
+        f"these rates allow added middle losses from {max(0.0, model.smallest_effect):.4g} to "
+        f"{model.largest_effect:.4g}"
+        + ("" if own is None else f"; their own (high M {model.high_m:g}) is {own:.4g}"),
+        f"between-case spread: SD {model.case_sd:g} on the logit scale (0: every case alike); "
+        f"protocol-failure rate {model.failure_rate:g}; run stops after {stop} consecutive "
+        "failures",
+    ]
+    return lines
+
+
 def sensitivity_lines(
     model: PowerModel | None = None,
     study: PowerStudy | None = None,
@@ -60,21 +78,22 @@ def sensitivity_lines(
         stop = protocol["runner"]["max_consecutive_failures"]
     lines = [
         "Design sensitivity (seeded simulation of hypothetical models; not a model result)",
-        f"model: P(correct) B {model.acc_b:g}, M {model.acc_m:g}, E {model.acc_e:g}, "
-        f"A {model.acc_a:g}; protocol-failure rate {model.failure_rate:g}; run stops after "
-        f"{stop} consecutive failures",
+        *model_lines(model, stop),
         f"decision: difference >= {a.threshold:g} and {100 * a.confidence:g}% lower bound "
         f"> 0, at least {a.min_complete_cases} complete cases; exact bootstrap up to "
         f"{a.exact_bootstrap_max_cases} cases, else {a.bootstrap_resamples} resamples "
         f"(seed {a.bootstrap_seed})",
         f"{study.simulations} simulated runs per point, seed {study.seed}",
         "",
-        "P(supported) by added middle loss (rows) and number of cases (columns):",
+        "P(supported) ± its Monte Carlo standard error, by added middle loss (rows) and "
+        "number of cases (columns):",
     ]
     wide = table.pivot(index="effect", columns="cases", values="power")
-    lines.append("effect  " + "  ".join(f"{n:>6} cases" for n in wide.columns))
+    se = table.pivot(index="effect", columns="cases", values="power_se")
+    lines.append("effect  " + "  ".join(f"{n:>7} cases" for n in wide.columns))
     for effect, row in wide.iterrows():
-        lines.append(f"{effect:6.2f}  " + "  ".join(f"{p:12.3f}" for p in row))
+        cells = (f"{p:6.3f} ± {e:.3f}" for p, e in zip(row, se.loc[effect], strict=True))
+        lines.append(f"{effect:6.2f}  " + "  ".join(f"{c:>13}" for c in cells))
     lines.append("")
     for n, d in detectable_effect(table).items():
         if d["grid"] is None:

@@ -3,28 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from needlepoint.analysis.decision import SIMULATION_BANNER
+from needlepoint.analysis.markdown import cell, markdown_table
 from needlepoint.analysis.record import AnalysisDocument
 from needlepoint.analysis.tables import AccuracyCell, RefusalRow
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """A Markdown table's lines (``(none)`` when empty): None as a dash, floats to 4 digits."""
-    if not rows:
-        return ["(none)", ""]
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return [*out, ""]
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v).replace("|", "\\|")
 
 
 def _rate(r: AccuracyCell | RefusalRow) -> str:
@@ -61,8 +44,25 @@ def _decision_lines(doc: AnalysisDocument) -> list[str]:
     return lines
 
 
-def summary_markdown(doc: AnalysisDocument) -> str:
-    """Render analysis.json as summary.md; a simulated run says so on the first line."""
+def study_record_section(record: Sequence[str]) -> list[str]:
+    """The study record's lines (declaration chain, other runs on record) under their heading;
+    nothing when there is nothing to say. The lines come from the caller, finished."""
+    return ["## The study record", "", *record, ""] if record else []
+
+
+def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
+    """Render analysis.json as summary.md; a simulated run says so on the first line.
+
+    ``record``: the study record's lines (see ``study_record_section``), appended last.
+    """
+    from needlepoint.analysis.headline import headline_markdown
+    from needlepoint.analysis.summary_panels import (
+        LEGEND,
+        diagnostic_lines,
+        effect_lines,
+        robustness_lines,
+    )
+
     lines: list[str] = []
     if doc.simulation:
         lines += [f"# {SIMULATION_BANNER}", ""]
@@ -70,6 +70,8 @@ def summary_markdown(doc: AnalysisDocument) -> str:
     lines += [
         f"# Analysis: {proto.id} v{proto.version}",
         "",
+        *headline_markdown(doc),
+        *LEGEND,
         f"- protocol fingerprint: `{proto.fingerprint}`",
         f"- run fingerprint (journal): `{doc.run.journal_sha256 or 'none recorded'}`",
         f"- source: {doc.run.source}; analysis format {doc.format} v{doc.version}",
@@ -109,6 +111,7 @@ def summary_markdown(doc: AnalysisDocument) -> str:
             for e in doc.exclusions
         ],
     )
+    lines += effect_lines(doc) + robustness_lines(doc) + diagnostic_lines(doc)
     lines += ["## Secondary tables", "", "### Accuracy (correct / protocol-valid)", ""]
     lines += markdown_table(
         ["similarity", "length", "condition", "accuracy", "not valid"],
@@ -159,8 +162,8 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         "### Latency, usage and cost",
         "",
         f"- executed requests: {luc.executed}",
-        f"- latency (s): median {_cell(lat.median)}, min {_cell(lat.min)}, "
-        f"max {_cell(lat.max)} over {lat.known} known; {lat.unknown} unknown",
+        f"- latency (s): median {cell(lat.median)}, min {cell(lat.min)}, "
+        f"max {cell(lat.max)} over {lat.known} known; {lat.unknown} unknown",
     ]
     # Reasoning tokens only where the server reported some: most endpoints never do.
     reasoning = luc.reasoning_tokens
@@ -174,9 +177,9 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         ("cost", luc.cost),
     ):
         total = (
-            _cell(u.total)
+            cell(u.total)
             if u.total is not None
-            else (f"unknown (at least {_cell(u.known_sum)})" if u.known else "unknown")
+            else (f"unknown (at least {cell(u.known_sum)})" if u.known else "unknown")
         )
         lines.append(f"- {field}: total {total}; {u.known} known, {u.unknown} unknown")
     ob = sec.order_balance
@@ -196,4 +199,4 @@ def summary_markdown(doc: AnalysisDocument) -> str:
         lines += ["## Figures", ""]
         lines += [f"![{name}]({file})" for name, file in doc.figures.items()]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, *study_record_section(record)])

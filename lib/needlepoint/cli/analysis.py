@@ -14,6 +14,7 @@ from needlepoint.errors import NeedlepointError
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from needlepoint.analysis.document import analyze
+    from needlepoint.analysis.headline import headline_lines
     from needlepoint.analysis.inputs import from_results_csv, from_run, refuse_pooling
 
     if args.results:
@@ -32,10 +33,13 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         default_out = Path(names[0]) / "analysis"
     refuse_pooling(inputs, names)
     out = Path(args.out) if args.out else default_out
-    result = analyze(inputs[0], out, figures=not args.no_figures)
+    record = _study_record(args, out)
+    result = analyze(inputs[0], out, figures=not args.no_figures, record=record)
     doc = result.document
     if doc.simulation:
         print(doc.label)
+    for line in headline_lines(doc):
+        print(line)
     p = doc.primary
     trust = f"; not verified: {doc.run.unverified}" if doc.run.unverified else ""
     print(f"decision: {p.decision} ({p.reason}){trust}")
@@ -48,19 +52,28 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         )
     for caveat in doc.caveats:
         print(f"caveat: {caveat}")
+    for line in record:
+        print(line)
     where = _shown(out)
     print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc.figures)} figures")
     return 0
 
 
+def _study_record(args: argparse.Namespace, out: Path) -> list[str]:
+    """The run's declaration chain and the other runs of its design and model on record."""
+    from needlepoint.study.record import evidence_root, study_record
+
+    if args.results:
+        return []  # a results table names no run folder, so no declaration and no record
+    root = evidence_root(args.evidence_root, args.run_dirs[0])
+    return study_record(args.run_dirs, root, out)
+
+
 def _shown(path: Path) -> str:
     """A path as the user gave it, made relative when absolute, so output has no machine paths."""
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.name
+    from needlepoint.study.record import display
+
+    return display(path)
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
@@ -73,6 +86,11 @@ def _cmd_power(args: argparse.Namespace) -> int:
         acc_e=args.acc_e,
         acc_a=args.acc_a,
         failure_rate=args.failure_rate,
+        high_b=args.high_acc_b,
+        high_m=args.high_acc_m,
+        high_e=args.high_acc_e,
+        high_a=args.high_acc_a,
+        case_sd=args.case_sd,
     )
     grid = {"effects": args.effects} if args.effects is not None else {}
     study = PowerStudy(cases=args.cases, simulations=args.simulations, seed=args.seed, **grid)
@@ -111,6 +129,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--prepared", metavar="DIR", help="prepared folder (required with --results)")
     a.add_argument("--out", metavar="DIR", help="output folder (default: RUNDIR/analysis)")
     a.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    a.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="where other runs of the design are on record (default: the nearest folder "
+        "named evidence holding RUNDIR)",
+    )
     a.set_defaults(func=_cmd_analyze)
 
     p = sub.add_parser(
@@ -124,6 +148,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--acc-m", type=float, default=0.9, help="accuracy in the middle (low sim.)")
     p.add_argument("--acc-e", type=float, default=0.95, help="accuracy at the end")
     p.add_argument("--acc-a", type=float, default=0.95, help="refusal accuracy on A")
+    for cond, where in (("b", "beginning"), ("m", "middle"), ("e", "end"), ("a", "absent")):
+        p.add_argument(
+            f"--high-acc-{cond}",
+            type=float,
+            help=f"accuracy at the {where} under high similarity (default: the low one)"
+            + ("; shown only: the added middle loss sets it" if cond == "m" else ""),
+        )
+    p.add_argument(
+        "--case-sd", type=float, default=0.0, help="between-case spread (SD, logit scale)"
+    )
     p.add_argument("--failure-rate", type=float, default=0.0, help="P(protocol failure)")
     p.add_argument("--simulations", type=int, default=1000, help="simulated runs per point")
     p.add_argument("--seed", type=int, default=20260930, help="numpy default_rng seed")

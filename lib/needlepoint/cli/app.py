@@ -8,13 +8,19 @@ Each provider module exposes ``register(subparsers)``, which adds its sub-comman
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import importlib
+import os
+import re
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+import needlepoint
 from needlepoint import __version__
-from needlepoint.errors import NeedlepointError
+from needlepoint.errors import NeedlepointError, redact_secrets, shown
 
 # Order here is the order in `needlepoint --help`.
 PROVIDERS = (
@@ -24,6 +30,7 @@ PROVIDERS = (
     "needlepoint.cli.analysis",
     "needlepoint.cli.compare",
     "needlepoint.cli.pilot",
+    "needlepoint.cli.study",
     "needlepoint.cli.contamination",
     "needlepoint.cli.pipeline",
     "needlepoint.cli.local",
@@ -35,15 +42,82 @@ class OneLineParser(argparse.ArgumentParser):
 
     argparse prints the whole usage block before its message; a script reading stderr (and the
     house rule) wants one line that names the command and where the full usage is. Sub-parsers
-    inherit the class, so every sub-command and action gets the same behaviour.
+    inherit the class, so every sub-command and action gets the same behaviour. The line names
+    an unknown flag with the nearest known one, and never repeats a value that looks like a key.
     """
 
+    _seen: Sequence[str] = ()
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # Kept so that a "required" error can name the flag the user mistyped instead.
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
-        text = " ".join(message.split())
+        if message.startswith("the following arguments are required"):
+            unknown = self._unknown_flags(self._seen)
+            if unknown:
+                message = self.unknown_message(unknown)
+        choice = _INVALID_CHOICE.fullmatch(" ".join(message.split()))
+        if choice:
+            arg, value, listed = choice.groups()
+            options = re.findall(r"'([^']*)'", listed)
+            near = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
+            # the nearest choice is more help than a list of twenty commands
+            rest = f"did you mean {near[0]!r}?" if near else f"choose from {listed}"
+            message = f"argument {arg}: invalid choice: {shown(value)} ({rest})"
+        self._fail(message)
+
+    def unknown(self, extra: Sequence[str]) -> NoReturn:
+        """Arguments left over after parsing: each unknown flag with its nearest known one."""
+        self._fail(self.unknown_message(extra))
+
+    def unknown_message(self, extra: Sequence[str]) -> str:
+        parts: list[str] = []
+        after_flag = False
+        for word in extra:
+            name = word.split("=", 1)[0]
+            if name.startswith("-") and len(name) > 1 and not _NUMBER.fullmatch(name):
+                near = difflib.get_close_matches(name, self._known_flags(), n=1, cutoff=0.6)
+                hint = f" (did you mean {near[0]}?)" if near else ""
+                parts.append(f"unknown flag {name}{hint}")
+                after_flag = "=" not in word
+            elif after_flag:
+                after_flag = False  # the unknown flag's value: not a second problem
+            else:
+                parts.append(f"unexpected argument {shown(word)}")
+        return "; ".join(parts)
+
+    def _known_flags(self) -> list[str]:
+        return sorted(o for o in self._option_string_actions if o.startswith("--"))
+
+    def _unknown_flags(self, args: Sequence[str]) -> list[str]:
+        known = set(self._option_string_actions)
+        out = []
+        for word in args:
+            name = word.split("=", 1)[0]
+            if word == "--":
+                break
+            if not name.startswith("-") or name in known or _NUMBER.fullmatch(name):
+                continue
+            # argparse accepts an unambiguous prefix of a long flag (--al for --allow)
+            if name.startswith("--") and sum(k.startswith(name) for k in known) == 1:
+                continue
+            out.append(name)
+        return out
+
+    def _fail(self, message: str) -> NoReturn:
+        text = redact_secrets(" ".join(message.split()))
         # A value from argv that is not UTF-8 arrives as surrogate escapes: print them as escapes.
         line = f"{self.prog}: error: {text} (see {self.prog} --help)\n"
         line = line.encode("utf-8", "backslashreplace").decode("utf-8")
         self.exit(2, line)
+
+
+_NUMBER = re.compile(r"-\d+(\.\d*)?([eE][-+]?\d+)?")
+_INVALID_CHOICE = re.compile(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,12 +158,30 @@ def os_error_line(exc: OSError) -> str:
     return f"{where}{other}: {exc.strerror or type(exc).__name__}"
 
 
+def _usable_streams() -> None:
+    """Replace a closed or missing stdout/stderr (``2>&-``) by the null device, so that a
+    progress bar or an error line cannot end the command with an exception."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or getattr(stream, "closed", False):
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command; user errors become one line on stderr and exit status 2."""
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    _usable_streams()
+    try:
+        parser = build_parser()
+        # Loaded: Ctrl-C is a KeyboardInterrupt again, which every command handles (a run
+        # journals the request in flight); see needlepoint/__init__.py.
+        if signal.getsignal(signal.SIGINT) is needlepoint._quiet_interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        args, unknown = parser.parse_known_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command started: one line, not a traceback
+        print("needlepoint: interrupted", file=sys.stderr)
+        return 130
     if unknown:
-        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.command_parser.unknown(unknown)
     for stream in (sys.stdout, sys.stderr):
         # A file name that is not UTF-8 must print as escapes, not end the command.
         reconfigure = getattr(stream, "reconfigure", None)
@@ -98,17 +190,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except NeedlepointError as exc:
-        print(f"needlepoint {args.command}: error: {exc}", file=sys.stderr)
+        print(f"needlepoint {args.command}: error: {redact_secrets(str(exc))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `needlepoint dry-run DIR --plan | head`: the reader has all it wanted; say nothing.
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
-        print(f"needlepoint {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        line = redact_secrets(os_error_line(exc))
+        print(f"needlepoint {args.command}: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"needlepoint {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
         # Last resort: one line instead of a traceback, with its own exit status.
-        text = str(exc).splitlines()[0][:200] if str(exc) else ""
+        text = redact_secrets(str(exc).splitlines()[0][:200]) if str(exc) else ""
         print(
             f"needlepoint {args.command}: internal error: {type(exc).__name__}: {text} "
             "(a bug: please report it with the command that caused it)",

@@ -10,15 +10,24 @@ import argparse
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from needlepoint.compare.document import compare_runs
+    from pathlib import Path
 
+    from needlepoint.compare.document import compare_runs
+    from needlepoint.compare.runs import load_runs
+    from needlepoint.study.record import evidence_root, study_record
+
+    load_runs(args.run_dirs, args.allow_simulated)  # refusals first, before the record is read
+    root = evidence_root(args.evidence_root, args.run_dirs[0])
+    record = study_record(args.run_dirs, root, Path(args.out))
     result = compare_runs(
         args.run_dirs,
         args.out,
         allow_simulated=args.allow_simulated,
         figures=not args.no_figures,
+        record=record,
+        labels=args.label,
     )
-    for line in result.lines():
+    for line in [*result.lines(), *record]:
         print(line)
     figures = len(result.document.figures)
     print(f"wrote comparison.json, comparison.md and {figures} figures to the --out folder")
@@ -40,5 +49,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="allow simulated runs beside live ones (every output then says so)",
     )
+    c.add_argument(
+        "--label",
+        action="append",
+        metavar="NAME",
+        help="name of a run in every table and figure; once per run, in the order of the run "
+        "folders (default: each run's model)",
+    )
     c.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    c.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="where other runs of the design are on record (default: the nearest folder "
+        "named evidence holding the first RUNDIR)",
+    )
     c.set_defaults(func=_cmd_compare)

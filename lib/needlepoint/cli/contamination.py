@@ -34,14 +34,29 @@ def _manifest(args: argparse.Namespace) -> int:
     return EXIT_PASSED
 
 
-def _print_context_notes(result: object) -> None:
+def _print_context_notes(result: object) -> bool:
+    """Print what the context loading met; True when part of the context was not read (the
+    check then fails closed: exit 1, whatever it found in the rest)."""
+    from needlepoint.contamination.context import unread_parts
+
     verification = getattr(result, "verification", None)
+    problems = getattr(result, "problems", ())
     if verification is not None:
         print("manifest: " + verification.sentence())
         for c in verification.changes:
             print(f"  {c.kind}: {c.path} ({c.detail})")
-    for p in getattr(result, "problems", ()):
+    for p in problems:
         print(f"problem: {p.path}: {p.kind} ({p.detail})")
+    unread = unread_parts(problems, verification)
+    for part in unread:
+        print(f"not read: {part}", file=sys.stderr)
+    if unread:
+        print(
+            f"fails closed: {len(unread)} part(s) of the context could not be read, so no clean "
+            "pass can be given",
+            file=sys.stderr,
+        )
+    return bool(unread)
 
 
 def _overlap(args: argparse.Namespace) -> int:
@@ -59,8 +74,8 @@ def _overlap(args: argparse.Namespace) -> int:
         print(f"  discarded {m.reference_id}\t{m.answer}\t{m.where}\t{m.discard_reason}")
     for d in result.unused_discards:
         print(f"  unused discard {d.source}:{d.line} ({d.reference_id} at {d.file}:{d.file_line})")
-    _print_context_notes(result)
-    return EXIT_FINDING if result.leaked else EXIT_PASSED
+    unread = _print_context_notes(result)
+    return EXIT_FINDING if result.leaked or unread else EXIT_PASSED
 
 
 def _timeline(args: argparse.Namespace) -> int:
@@ -78,8 +93,8 @@ def _timeline(args: argparse.Namespace) -> int:
         )
     for p in result.poisoned:
         print(f"  poisoned rerun {p.run_id} ({iso_from_ns(p.started_ns)}) by {p.file}")
-    _print_context_notes(result)
-    return EXIT_FINDING if result.has_poisoned_rerun else EXIT_PASSED
+    unread = _print_context_notes(result)
+    return EXIT_FINDING if result.has_poisoned_rerun or unread else EXIT_PASSED
 
 
 def _canary(args: argparse.Namespace) -> int:
@@ -110,6 +125,11 @@ def _report(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+REF_HELP = "reference answers: format,id,question,answer (docs/contamination.md)"
+RUNS_HELP = "what each run recorded: format,run_id,battery,started_at,value"
+RESULTS_HELP = "one answer per line, with its condition and tool_calls (docs/contamination.md)"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `contamination` and its checks to the `needlepoint` command."""
     parser = sub.add_parser(
@@ -130,7 +150,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_manifest)
 
     p = checks.add_parser("overlap", help="reference answers present verbatim in the context")
-    p.add_argument("--reference", required=True, metavar="REF.csv")
+    p.add_argument("--reference", required=True, metavar="REF.csv", help=REF_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument(
         "--discard", metavar="FILE", help="discard CSV: chance matches, each with a reason"
@@ -141,7 +161,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = checks.add_parser(
         "timeline", help="files newer than a run holding its results; poisoned reruns"
     )
-    p.add_argument("--runs", required=True, metavar="RUNS.csv")
+    p.add_argument("--runs", required=True, metavar="RUNS.csv", help=RUNS_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
     p.set_defaults(func=_timeline)
@@ -149,13 +169,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = checks.add_parser(
         "canary", help="clean-room canary, zero-tool-call leaks, tool_calls present"
     )
-    p.add_argument("--results", required=True, metavar="RESULTS.jsonl")
+    p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
     p.set_defaults(func=_canary)
 
     p = checks.add_parser("report", help="all checks -> contamination.json/.md; exit 1 on findings")
-    p.add_argument("--reference", required=True, metavar="REF.csv")
-    p.add_argument("--runs", required=True, metavar="RUNS.csv")
-    p.add_argument("--results", required=True, metavar="RESULTS.jsonl")
+    p.add_argument("--reference", required=True, metavar="REF.csv", help=REF_HELP)
+    p.add_argument("--runs", required=True, metavar="RUNS.csv", help=RUNS_HELP)
+    p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument("--discard", metavar="FILE", help="discard CSV for the overlap check")
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)

@@ -9,10 +9,24 @@ import argparse
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
-    from needlepoint.design.freeze import prepare
+    from pathlib import Path
 
-    out = prepare(args.out, args.protocol, model=args.model, body_profile=args.body_profile)
-    print(f"prepared {out}")
+    from needlepoint.design.budget import prepared_lines
+    from needlepoint.design.freeze import load_protocol, prepare_protocol
+    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.study.fresh import check_fresh, check_version
+    from needlepoint.study.record import evidence_root
+
+    protocol = load_protocol(args.protocol, model=args.model, body_profile=args.body_profile)
+    # The study record: a version number and materials that no other design under the root has.
+    root = evidence_root(args.evidence_root, Path(args.out).parent)
+    fingerprint = design_fingerprint(protocol)
+    check_version(root, protocol["protocol_id"], protocol["version"], fingerprint, Path(args.out))
+    protocol, notes = check_fresh(protocol, root, args.reuse_materials)
+    out = prepare_protocol(args.out, protocol)
+    print("\n".join(prepared_lines(out, str(args.out).rstrip("/") or str(out))))
+    for note in notes:
+        print(note)
     return 0
 
 
@@ -36,7 +50,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_dry_run(args: argparse.Namespace) -> int:
     from needlepoint.design.budget import dry_run
 
-    ok, lines = dry_run(args.dir)
+    ok, lines = dry_run(args.dir, plan=args.plan)
     print("\n".join(lines))
     return 0 if ok else 1
 
@@ -60,13 +74,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="PROFILE",
         help="make a model variant with this body profile: chat, reasoning or completion",
     )
+    p.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="the runs on record (default: the folder named evidence holding --out): a new "
+        "version must not reuse their version number or materials",
+    )
+    p.add_argument(
+        "--reuse-materials",
+        metavar="REASON",
+        help="allow a new version to reuse target names, codes or requests of a design already "
+        "run under the root; the reason is recorded in protocol.json (materials_reuse)",
+    )
     p.set_defaults(func=_cmd_prepare)
     p = sub.add_parser("verify", help="regenerate a prepared folder and compare every byte")
-    p.add_argument("dir")
+    p.add_argument("dir", metavar="DIR", help="the prepared folder")
     p.set_defaults(func=_cmd_verify)
-    p = sub.add_parser("dry-run", help="print the plan and budget; no network")
-    p.add_argument("dir")
+    p = sub.add_parser("dry-run", help="print the budget (and the plan); no network")
+    p.add_argument("dir", metavar="DIR", help="the prepared folder")
+    p.add_argument("--plan", action="store_true", help="also list every planned request")
     p.set_defaults(func=_cmd_dry_run)
     p = sub.add_parser("audit", help="independently audit a prepared folder from its files")
-    p.add_argument("dir")
+    p.add_argument("dir", metavar="DIR", help="the prepared folder")
     p.set_defaults(func=_cmd_audit)

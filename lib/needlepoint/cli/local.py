@@ -7,6 +7,9 @@ import json
 import sys
 import time
 
+from needlepoint.cli import args as types
+from needlepoint.cli import local_live
+from needlepoint.cli.run import add_declaration_flag
 from needlepoint.local.model import (
     MODELS,
     SERVER_DISTRIBUTION,
@@ -57,8 +60,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_tokenize_check(args: argparse.Namespace) -> int:
+    from needlepoint.design.prepared import load_prepared
     from needlepoint.local.tokens import check_token_counts
 
+    load_prepared(args.prepared)  # a damaged prepared folder is refused before a server starts
     with served_model(args.model, n_ctx=args.n_ctx, log_path=args.log) as server:
         report = check_token_counts(args.prepared, server)
     print(report.summary_line())
@@ -72,11 +77,18 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
     cmds.required = True
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--model", default=SMOLLM2.key, choices=sorted(MODELS))
+        p.add_argument(
+            "--model",
+            default=SMOLLM2.key,
+            choices=sorted(MODELS),
+            help="packaged model key (default: %(default)s)",
+        )
 
     def served(p: argparse.ArgumentParser) -> None:
         common(p)
-        p.add_argument("--n-ctx", type=int, default=None, help="context size (default: window)")
+        p.add_argument(
+            "--n-ctx", type=types.n_ctx, default=None, help="context size (default: window)"
+        )
         p.add_argument("--log", default=None, help="server log file (default: a temp file)")
 
     p = cmds.add_parser("locate", help="show the server package and the packaged GGUF")
@@ -84,7 +96,7 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_locate)
     p = cmds.add_parser("serve", help="serve on 127.0.0.1 until Ctrl-C")
     served(p)
-    p.add_argument("--port", type=int, default=None, help="default: a free port")
+    p.add_argument("--port", type=types.whole(1, 65535), default=None, help="default: a free port")
     p.add_argument("--facts-out", default=None, help="write the run-record facts as JSON")
     p.set_defaults(func=_cmd_serve)
     p = cmds.add_parser("tokenize-check", help="count every request's prompt tokens")
@@ -120,11 +132,23 @@ def _register_pipeline(sub: argparse._SubParsersAction) -> None:
         "local-pipeline", help="serve the packaged model and run every notebook live against it"
     )
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-smollm2")
-    p.add_argument("--protocol", default="protocols/local-smollm2.json")
+    p.add_argument(
+        "--protocol",
+        default="protocols/local-smollm2.json",
+        metavar="FILE",
+        help="protocol file to prepare and run (default: %(default)s)",
+    )
     p.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
-    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
-    p.add_argument("--evidence-root", default="evidence")
+    p.add_argument(
+        "--n-ctx", type=types.n_ctx, help="server context size (default: the model's window)"
+    )
+    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
+    p.add_argument(
+        "--evidence-root",
+        default="evidence",
+        metavar="DIR",
+        help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/)",
+    )
     p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
     p.set_defaults(func=_cmd_local_pipeline)
 
@@ -144,6 +168,7 @@ def _cmd_local_compare(args: argparse.Namespace) -> int:
             date=args.date,
             notebooks=not args.no_notebooks,
             progress="off" if args.no_progress else "auto",
+            declaration=args.declaration,
         )
     except KeyboardInterrupt:
         # The runner journalled the request in flight as interrupted; the server was stopped.
@@ -174,12 +199,25 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         "resumes.",
     )
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-compare")
-    p.add_argument("--protocol", default="protocols/local-compare.json")
     p.add_argument(
-        "--n-ctx", type=int, default=DEFAULT_N_CTX, help="both servers' context size (%(default)s)"
+        "--protocol",
+        default="protocols/local-compare.json",
+        metavar="FILE",
+        help="protocol file of the design both models run (default: %(default)s)",
     )
-    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
-    p.add_argument("--evidence-root", default="evidence")
+    p.add_argument(
+        "--n-ctx",
+        type=types.n_ctx,
+        default=DEFAULT_N_CTX,
+        help="both servers' context size (%(default)s)",
+    )
+    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
+    p.add_argument(
+        "--evidence-root",
+        default="evidence",
+        metavar="DIR",
+        help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/)",
+    )
     p.add_argument(
         "--date",
         help="YYYYMMDD of the folder (default: the existing folder of this label, or today)",
@@ -188,86 +226,13 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         "--no-notebooks", action="store_true", help="analyse and compare without the notebooks"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar during runs")
+    add_declaration_flag(p)
     p.set_defaults(func=_cmd_local_compare)
-
-
-def _cmd_local_pilot(args: argparse.Namespace) -> int:
-    from needlepoint.cli.pilot import parse_ints
-    from needlepoint.local.live import run_local_pilot
-
-    result = run_local_pilot(
-        args.protocol,
-        args.out,
-        parse_ints("--lengths", args.lengths),
-        args.cases,
-        allow=args.allow,
-        model=args.model,
-        n_ctx=args.n_ctx,
-        timeout_s=args.timeout_s,
-        progress="off" if args.no_progress else "auto",
-    )
-    for line in result.lines():
-        print(line)
-    print(f"wrote {args.out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {args.out}")
-    return 0 if result.summary.stop_reason in ("complete", "allowance_spent") else 3
-
-
-def _cmd_local_run(args: argparse.Namespace) -> int:
-    from needlepoint.local.live import run_local
-    from needlepoint.run.results import summary_lines
-
-    summary, results = run_local(
-        args.prepared,
-        args.run_dir,
-        allow=args.allow,
-        model=args.model,
-        n_ctx=args.n_ctx,
-        timeout_s=args.timeout_s,
-        progress="off" if args.no_progress else "auto",
-    )
-    for line in [*summary.lines(), *summary_lines(results)]:
-        print(line)
-    return 0 if summary.stop_reason in ("complete", "allowance_spent") else 3
-
-
-def _register_pilot(sub: argparse._SubParsersAction) -> None:
-    """Add the local-pilot command."""
-    p = sub.add_parser(
-        "local-pilot",
-        help="serve the packaged model and run a held-out pilot live against it",
-        description="`needlepoint pilot` against a packaged model on 127.0.0.1: the token "
-        "check runs before the first request, and the server's facts go into run.json.",
-    )
-    p.add_argument("--protocol", required=True, help="the design's protocol file (its model)")
-    p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
-    p.add_argument("--lengths", required=True, help="background lengths, e.g. 12,24,48")
-    p.add_argument("--cases", type=int, required=True, help="pilot cases")
-    p.add_argument("--allow", type=int, required=True, help="most attempts, in total")
-    p.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    p.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
-    p.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_local_pilot)
-
-    r = sub.add_parser(
-        "local-run",
-        help="serve the packaged model and run a prepared folder live against it",
-        description="`needlepoint run` against a packaged model on 127.0.0.1, with the token "
-        "check before the first request and the server's facts in run.json; then results.csv.",
-    )
-    r.add_argument("prepared", metavar="DIR", help="prepared folder (its model is served)")
-    r.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
-    r.add_argument("--allow", type=int, required=True, help="most attempts, in total")
-    r.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    r.add_argument("--n-ctx", type=int, help="server context size (default: the model's window)")
-    r.add_argument("--timeout-s", type=float, default=300.0, help="per-request read timeout")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    r.set_defaults(func=_cmd_local_run)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add local-pipeline, local-compare, local-pilot and local-model."""
     _register_pipeline(sub)
     _register_compare(sub)
-    _register_pilot(sub)
+    local_live.register(sub)
     _register_model(sub)

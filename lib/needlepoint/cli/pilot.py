@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from needlepoint.cli.run import add_run_flags, run_options
 from needlepoint.errors import NeedlepointError
+from needlepoint.pilot.heldout import OnRecord
 
 
 def parse_ints(flag: str, text: str) -> tuple[int, ...]:
@@ -37,11 +41,55 @@ def parse_band(text: str) -> tuple[float, float]:
     return low, high
 
 
+def pilot_record(
+    args: argparse.Namespace,
+) -> tuple[tuple[OnRecord, ...], Callable[[dict[str, Any]], None] | None]:
+    """What a new pilot must avoid under the evidence root: the designs run there (for its
+    materials), and a version number another design uses (checked on the pilot protocol its
+    seed gives, so that a model variant's pilot of the same design may share its version).
+
+    The check runs twice: here on the first candidate seed's protocol, before anything starts
+    (a local server included), and again on the chosen seed's, before anything is written.
+    """
+    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.pilot.folder import load_design, pilot_protocol
+    from needlepoint.pilot.heldout import PILOT_PURPOSE, derived_seed
+    from needlepoint.pilot.record import PILOT_NAME
+    from needlepoint.study.fresh import check_version, records_for
+    from needlepoint.study.record import evidence_root
+
+    out = Path(args.out)
+    if (out / PILOT_NAME).exists():
+        return (), None  # a resume: the version and materials were chosen when it was made
+    found = evidence_root(args.evidence_root, out.parent)
+
+    def check(protocol: dict[str, Any]) -> None:
+        fingerprint = design_fingerprint(protocol)
+        pid, version = protocol["protocol_id"], protocol["version"]
+        check_version(found, pid, version, fingerprint, exclude=out)
+
+    design = load_design(args.protocol)
+    first = derived_seed(design["seeds"]["materials"], PILOT_PURPOSE, 0)
+    lengths = parse_ints("--lengths", args.lengths)
+    check(pilot_protocol(design, lengths, args.cases, first, None, args.version))
+    return records_for(found), check
+
+
 def _cmd_pilot(args: argparse.Namespace) -> int:
     from needlepoint.pilot.folder import run_pilot
 
     lengths = parse_ints("--lengths", args.lengths)
-    result = run_pilot(args.protocol, args.out, lengths, args.cases, run_options(args))
+    records, check = pilot_record(args)
+    result = run_pilot(
+        args.protocol,
+        args.out,
+        lengths,
+        args.cases,
+        run_options(args),
+        version=args.version,
+        records=records,
+        check=check,
+    )
     for line in result.lines():
         print(line)
     print(f"wrote {args.out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {args.out}")
@@ -49,14 +97,31 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+
     from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
     from needlepoint.pilot.files import check_new, write_protocol, write_report
+    from needlepoint.pilot.record import read_pilot_record
     from needlepoint.pilot.report import calibration_lines
+    from needlepoint.study.fresh import check_version, records_for
+    from needlepoint.study.record import chain_record, evidence_root
 
     low, high = parse_band(args.band)
+    if args.report is not None and Path(args.report).resolve() == Path(args.out).resolve():
+        raise NeedlepointError(
+            f"--report {args.report} and --out {args.out} name the same file; give two files"
+        )
     for out in (args.out, args.report):
         if out is not None:
             check_new(out)
+    # The study record: the pilot's declaration chain; a version and materials seed that no
+    # design on record has.
+    root = evidence_root(args.evidence_root, args.pilot_dir)
+    design = read_pilot_record(args.pilot_dir).design
+    version = design.version + 2 if args.version is None else args.version
+    check_version(root, design.protocol_id, version)
+    run_dir = Path(args.pilot_dir) / "run"
+    for line in chain_record([run_dir], root, Path.cwd()):
+        print(line)
     options = CalibrationOptions(
         band_low=low,
         band_high=high,
@@ -67,7 +132,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         seed=args.seed,
         version=args.version,
     )
-    result = calibrate(args.pilot_dir, options)
+    records = records_for(root)
+    where = "nothing on record searched" if root is None else f"{len(records)} on record"
+    print(f"designs the new version's materials avoid: the pilot, {where}")
+    result = calibrate(args.pilot_dir, options, records)
     for line in calibration_lines(result.record):
         print(line)
     if args.report:
@@ -86,28 +154,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError("must lie in (0, 1]")
-    return value
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the pilot and calibrate sub-commands."""
+    from needlepoint.cli import args as types
+    from needlepoint.design.protocol_schema import MAX_CASES, MAX_REQUESTS
+    from needlepoint.pilot.calibration_limits import MAX_SEARCH_CASES, MAX_SIMULATIONS
+
     p = sub.add_parser(
         "pilot",
         help="run a design on held-out materials (another seed, no shared names or codes)",
@@ -118,7 +170,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", help="the design's protocol file (default: the reference v1)")
     p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
     p.add_argument("--lengths", required=True, help="background lengths to try, e.g. 12,24,48")
-    p.add_argument("--cases", type=_positive_int, required=True, help="pilot cases")
+    p.add_argument("--cases", type=types.whole(1, MAX_CASES), required=True, help="pilot cases")
+    p.add_argument(
+        "--version",
+        type=types.whole(1, 2**31 - 1),
+        help="the pilot protocol's version (default: design's + 1)",
+    )
+    add_evidence_root(p)
     add_run_flags(p)
     p.set_defaults(func=_cmd_pilot)
 
@@ -129,26 +187,44 @@ def register(sub: argparse._SubParsersAction) -> None:
         "exact 95% intervals; keep the lengths inside the band, and recommend the smallest "
         "case count that reaches 80% power. Exit 1 when nothing qualifies (no file written).",
     )
-    c.add_argument("pilot_dir", metavar="PILOTDIR")
+    c.add_argument("pilot_dir", metavar="PILOTDIR", help="the pilot folder (`pilot --out`)")
     c.add_argument("--out", required=True, help="the new protocol file (never overwritten)")
     c.add_argument("--band", default="0.6,0.95", help="end-accuracy band (default %(default)s)")
     c.add_argument(
         "--effect",
-        type=_fraction,
+        type=types.number(0, 1, open_low=True),
         default=0.2,
         help="added middle loss to detect with 80%% power; above the threshold (default 0.2)",
     )
     c.add_argument(
-        "--max-cases", type=_positive_int, default=128, help="search bound (default 128)"
+        "--max-cases",
+        type=types.whole(1, MAX_SEARCH_CASES),
+        default=128,
+        help=f"search bound (default %(default)s, at most {MAX_SEARCH_CASES})",
     )
     c.add_argument(
         "--max-requests",
-        type=_positive_int,
+        type=types.whole(1, MAX_REQUESTS),
         help="search bound in planned requests (cases x lengths x 8): the run budget",
     )
-    c.add_argument("--simulations", type=_positive_int, default=1000, help="runs per count")
-    c.add_argument("--seed", type=int, default=20260930, help="power simulation seed")
-    c.add_argument("--version", type=_positive_int, help="new version (default: design's + 2)")
+    c.add_argument(
+        "--simulations", type=types.whole(1, MAX_SIMULATIONS), default=1000, help="runs per count"
+    )
+    c.add_argument("--seed", type=types.seed, default=20260930, help="power simulation seed")
+    c.add_argument(
+        "--version", type=types.whole(1, 2**31 - 1), help="new version (default: design's + 2)"
+    )
     c.add_argument("--report", help="also write the calibration record here (JSON)")
     c.add_argument("--figures", metavar="DIR", help="also draw the accuracy and power figures")
+    add_evidence_root(c)
     c.set_defaults(func=_cmd_calibrate)
+
+
+def add_evidence_root(p: argparse.ArgumentParser) -> None:
+    """``--evidence-root ROOT``: the runs on record (default: the folder named evidence above)."""
+    p.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="the runs on record (default: the nearest folder named evidence holding the "
+        "input); versions and materials on record are not reused",
+    )

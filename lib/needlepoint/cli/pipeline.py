@@ -54,6 +54,8 @@ def _cmd_evidence_diff(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the pipeline and evidence-diff commands."""
+    from needlepoint.notebook.pipeline import DEFAULT_ROOT
+
     p = sub.add_parser("pipeline", help="run the notebooks in order into an evidence folder")
     p.add_argument("--label", required=True, help="evidence folder label, e.g. offline")
     p.add_argument(
@@ -63,8 +65,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar=("NAME", "VALUE"),
         help="set a notebook parameter (JSON literal or string); repeatable",
     )
-    p.add_argument("--evidence-root", default="evidence")
-    p.add_argument("--notebooks", default="notebooks")
+    p.add_argument(
+        "--evidence-root",
+        default=DEFAULT_ROOT,
+        metavar="DIR",
+        help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/, "
+        "which git ignores; the committed evidence lives in evidence/)",
+    )
+    p.add_argument(
+        "--notebooks",
+        metavar="DIR",
+        help="the notebooks to execute (default: ./notebooks, else the repository's notebooks "
+        "beside the installed package)",
+    )
     p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
     p.set_defaults(func=_cmd_pipeline)
 

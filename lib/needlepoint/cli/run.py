@@ -1,4 +1,4 @@
-"""CLI provider for `needlepoint run`, `sweep`, `results` and `audit-run`.
+"""CLI provider for `needlepoint run`, `check-endpoint`, `sweep`, `results` and `audit-run`.
 
 The flag names are a stable interface: users script them. Heavy imports stay inside the
 command functions so that `needlepoint --help` stays fast.
@@ -50,13 +50,17 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         output_rate=args.output_rate,
         cost_cap=args.cost_cap,
         allow_insecure_http=args.allow_insecure_http,
+        declaration=args.declaration,
     )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from needlepoint.run.loop import run_protocol
 
-    summary = run_protocol(args.prepared, args.run_dir, run_options(args))
+    def say(line: str) -> None:  # the resume line, before anything is sent
+        print(line, flush=True)
+
+    summary = run_protocol(args.prepared, args.run_dir, run_options(args), say)
     for line in summary.lines():
         print(line)
     # A stop rule firing is not an error of the command, but scripts should be able to tell.
@@ -64,10 +68,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    import dataclasses
+    from pathlib import Path
+
     from needlepoint.run.sweep import run_sweep
     from needlepoint.run.sweep_spec import read_sweep
 
-    summary = run_sweep(read_sweep(args.sweep), "off" if args.no_progress else "auto")
+    planned = read_sweep(args.sweep)
+    if args.declaration is not None:
+        # Resolved here: each worker checks it, and records it relative to its own run folder.
+        declared = Path(args.declaration).resolve()
+        planned = [dataclasses.replace(p, declaration=declared) for p in planned]
+    summary = run_sweep(planned, "off" if args.no_progress else "auto")
     for run in summary.runs:
         for line in run.lines:
             print(f"[{run.name}] {line}", file=sys.stdout if run.state == "done" else sys.stderr)
@@ -95,18 +107,35 @@ def _cmd_audit_run(args: argparse.Namespace) -> int:
     return 0 if audit.ok else 1
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
+def _cmd_check_endpoint(args: argparse.Namespace) -> int:
+    from needlepoint.run.endpoint import check_endpoint
+
+    model = args.model
+    if args.prepared is not None:
+        from needlepoint.design.prepared import frozen_model, load_prepared
+
+        frozen = frozen_model(load_prepared(args.prepared))
+        if model is not None and model != frozen:
+            raise NeedlepointError(
+                f"--model {model!r} differs from the model frozen in {args.prepared} ({frozen!r})"
+            )
+        model = frozen
+    if model is None:
+        raise NeedlepointError("give --model M, or the prepared folder whose model to look for")
+    report = check_endpoint(
+        args.base_url,
+        model,
+        args.api_key_env,
+        allow_insecure_http=args.allow_insecure_http,
+        timeout_s=args.timeout_s,
+    )
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the run, sweep, results and audit-run commands."""
+    """Add the run, check-endpoint, sweep, results and audit-run commands."""
     p = sub.add_parser(
         "run",
         help="send a prepared folder's frozen requests (live or simulated), journalled",
@@ -118,6 +147,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_flags(p)
     p.set_defaults(func=_cmd_run)
 
+    e = sub.add_parser(
+        "check-endpoint",
+        help="check an endpoint before a run: TLS or loopback, GET /models, key, model listed",
+        description="Ask GET {base-url}/models once, with the runner's client and key rule: "
+        "reachable, key accepted, model listed. Sends nothing from any plan and writes nothing. "
+        "Exit 0 when every check passes, 1 when one fails, 2 on bad input.",
+    )
+    e.add_argument(
+        "prepared",
+        metavar="DIR",
+        nargs="?",
+        help="prepared folder whose frozen model to look for (or give --model)",
+    )
+    e.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, as for run")
+    e.add_argument("--model", help="the model that must be listed (default: DIR's frozen model)")
+    e.add_argument(
+        "--api-key-env", required=True, help="name of the environment variable holding the key"
+    )
+    e.add_argument(
+        "--allow-insecure-http",
+        action="store_true",
+        help="allow the key over plain http to a host that is not loopback",
+    )
+    e.add_argument(
+        "--timeout-s",
+        type=float,
+        default=15.0,
+        help="per operation; the whole request gets twice this (default %(default)s)",
+    )
+    e.set_defaults(func=_cmd_check_endpoint)
+
     w = sub.add_parser(
         "sweep",
         help="several runs at once, one worker per run (SWEEP.json), each a `run`",
@@ -126,25 +186,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         "each run. Format: docs/runner.md.",
     )
     w.add_argument("sweep", metavar="SWEEP.json", help="the sweep file")
+    add_declaration_flag(w)
     w.add_argument("--no-progress", action="store_true", help="no progress lines")
     w.set_defaults(func=_cmd_sweep)
 
     r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
-    r.add_argument("run_dir", metavar="RUNDIR")
+    r.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     r.add_argument("--prepared", help="prepared folder, if it moved since the run")
     r.set_defaults(func=_cmd_results)
 
     a = sub.add_parser("audit-run", help="check a run folder's journal, records and rules")
-    a.add_argument("run_dir", metavar="RUNDIR")
+    a.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     a.add_argument("--prepared", help="prepared folder, if it moved since the run")
     a.set_defaults(func=_cmd_audit_run)
 
 
 def add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a run: allowance, live endpoint or simulation, spacing, timeouts, money."""
+    from needlepoint.cli import args as types
+    from needlepoint.run import limits
     from needlepoint.run.settings import DEFAULT_TIMEOUT_S
 
-    p.add_argument("--allow", type=_positive_int, required=True, help="most attempts, in total")
+    gap, rate = types.number(0, limits.MAX_SECONDS), types.number(0, limits.MAX_RATE)
+    p.add_argument(
+        "--allow", type=types.positive_int, required=True, help="most attempts, in total"
+    )
     p.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. https://host/v1")
     p.add_argument("--model", help="must equal the model in the frozen bodies")
     p.add_argument("--api-key-env", help="name of the environment variable holding the key")
@@ -153,11 +219,11 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send the key over plain http to a host that is not loopback (recorded in run.json)",
     )
-    p.add_argument("--min-gap-s", type=float, help="seconds after a completion (protocol: 20)")
+    p.add_argument("--min-gap-s", type=gap, help="seconds after a completion (protocol: 20)")
     p.add_argument("--override-reason", help="required to lower --min-gap-s; recorded")
     p.add_argument(
         "--timeout-s",
-        type=float,
+        type=types.seconds,
         default=DEFAULT_TIMEOUT_S,
         help="per operation; the whole request gets twice this (default %(default)s)",
     )
@@ -172,7 +238,22 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a position-model parameter (repeatable), e.g. p_middle=0.7",
     )
-    p.add_argument("--input-rate", type=float, help="money per million prompt tokens")
-    p.add_argument("--output-rate", type=float, help="money per million completion tokens")
-    p.add_argument("--cost-cap", type=float, help="stop before spending more than this")
+    p.add_argument("--input-rate", type=rate, help="money per million prompt tokens")
+    p.add_argument("--output-rate", type=rate, help="money per million completion tokens")
+    p.add_argument(
+        "--cost-cap",
+        type=types.number(0, limits.MAX_COST_CAP),
+        help="stop before spending more than this",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_declaration_flag(p)
+
+
+def add_declaration_flag(p: argparse.ArgumentParser) -> None:
+    """``--declaration DECL.json``: the declaration a run is started under (`declare`)."""
+    p.add_argument(
+        "--declaration",
+        metavar="DECL.json",
+        help="start under this declaration (needlepoint declare): its SHA-256 goes into run.json "
+        "and the journal's first record, before the first request",
+    )

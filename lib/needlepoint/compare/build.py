@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import needlepoint
+from needlepoint.analysis.headline import headline_lines
 from needlepoint.analysis.inputs import Outcome
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.compare.record import (
@@ -25,11 +26,13 @@ from needlepoint.compare.record import (
     ScoreTotal,
 )
 from needlepoint.compare.runs import LoadedRun
+from needlepoint.errors import NeedlepointError
 
 FIGURES = {
     "forest": "comparison_forest.png",
     "accuracy": "comparison_accuracy.png",
     "failures": "comparison_failures.png",
+    "positions": "comparison_positions.png",
 }
 SCORE_GROUPS = {"answer present (B, M, E)": ("B", "M", "E"), "answer absent (A)": ("A",)}
 
@@ -94,7 +97,35 @@ def relative(path: Path, out_dir: Path) -> str:
     return Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()
 
 
-def compared_run(run: LoadedRun, out_dir: Path) -> ComparedRun:
+def run_names(runs: Sequence[LoadedRun], labels: Sequence[str] | None = None) -> list[str]:
+    """How the comparison names each run: the user's labels, else the models, made unique.
+
+    Models shared by several runs get their body profile, then ``#k`` in the order given. A run
+    is never named by its folder: a path relative to --out (``../run-smart``) says nothing.
+    """
+    if labels:
+        if len(labels) != len(runs):
+            raise NeedlepointError(
+                f"--label given {len(labels)} times for {len(runs)} runs: give one per run, in "
+                "the order of the run folders, or none (runs are then named by model)"
+            )
+        for label in labels:
+            if not label.strip() or len(label) > 60 or not label.isprintable():
+                raise NeedlepointError(f"--label {label[:60]!r}: 1 to 60 printable characters")
+        if len(set(labels)) != len(labels):
+            raise NeedlepointError("--label: each run needs its own label")
+        return list(labels)
+    names = [r.model for r in runs]
+    for model in {n for n in names if names.count(n) > 1}:
+        twins = [i for i, n in enumerate(names) if n == model]
+        profiles = [runs[i].body_profile for i in twins]
+        for k, i in enumerate(twins, start=1):
+            unique = len(set(profiles)) == len(profiles)
+            names[i] = f"{model} ({runs[i].body_profile})" if unique else f"{model} #{k}"
+    return names
+
+
+def compared_run(run: LoadedRun, out_dir: Path, name: str | None = None) -> ComparedRun:
     """One run's entry: its own analysis, copied, and its lenient score."""
     doc = run.document
     p = doc.primary
@@ -121,11 +152,19 @@ def compared_run(run: LoadedRun, out_dir: Path) -> ComparedRun:
         caveats=doc.caveats,
         scores=score_totals(run.input.outcomes),
         accuracy=compared_cells(run),
+        headline=tuple(headline_lines(doc)),
+        middle_loss=tuple(e for e in doc.effects.measures if e.measure == "middle loss"),
+        positions=doc.effects.positions,
+        robustness=doc.robustness.verdict,
+        name=name or run.model,
     )
 
 
 def build_comparison(
-    runs: Sequence[LoadedRun], out_dir: str | Path, figures: bool = True
+    runs: Sequence[LoadedRun],
+    out_dir: str | Path,
+    figures: bool = True,
+    labels: Sequence[str] | None = None,
 ) -> ComparisonDocument:
     """The comparison.json content for checked runs (``runs.load_runs``), in the order given."""
     out = Path(out_dir)
@@ -142,6 +181,6 @@ def build_comparison(
         protocol_id=first.protocol.id,
         threshold=first.parameters.threshold,
         confidence=first.parameters.confidence,
-        runs=tuple(compared_run(r, out) for r in runs),
+        runs=tuple(map(compared_run, runs, [out] * len(runs), run_names(runs, labels))),
         figures=dict(FIGURES) if figures else {},
     )

@@ -1,8 +1,9 @@
 """`needlepoint compare`: runs of one design side by side, each analysed alone, never pooled.
 
 Writes comparison.json, comparison.md and three figures into one folder. Like the analysis, the
-output depends only on the runs: no dates, durations or absolute paths (run folders are named
-relative to the comparison folder), so comparing the same runs again gives the same bytes.
+output depends only on the runs: no dates, durations or absolute paths (runs are named by model
+or by the user's labels; their folders are recorded relative to the comparison folder), so
+comparing the same runs again gives the same bytes.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from needlepoint.compare.build import FIGURES, build_comparison
+from needlepoint.compare.build import FIGURES, build_comparison, relative, run_names
 from needlepoint.compare.record import ComparisonDocument, to_json
 from needlepoint.compare.runs import load_runs
 from needlepoint.compare.summary import comparison_markdown, run_name
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
+from needlepoint.safefolder import is_output_file, replaced_folder
 
 TABLES = ("runs", "failures", "scores", "accuracy")
 
@@ -36,7 +38,9 @@ class Comparison:
         for r in doc.runs:
             value = "—" if r.difference is None else f"{r.difference:.4g}"
             interval = "" if r.interval is None else f" [{r.interval[0]:.4g}, {r.interval[1]:.4g}]"
-            out.append(f"{run_name(r)} ({r.model}): {r.decision}; difference {value}{interval}")
+            model = "" if r.shown.startswith(r.model) else f" ({r.model})"
+            out.append(f"{run_name(r)}{model}: {r.decision}; difference {value}{interval}")
+            out += [f"  {line}" for line in r.headline]
         out.append(f"not pooled, not ranked; each run analysed alone. Threshold {doc.threshold:g}.")
         return out
 
@@ -54,7 +58,7 @@ class Comparison:
         if name == "runs":
             keep = ("model", "body_profile", "simulation", "complete_cases", "difference")
             rows = [
-                {"run": r.run_dir}
+                {"run": r.shown}
                 | {k: getattr(r, k) for k in keep}
                 | {
                     "low": r.interval[0] if r.interval else None,
@@ -65,18 +69,17 @@ class Comparison:
             ]
         elif name == "failures":
             rows = [
-                {"run": r.run_dir} | r.protocol_failures | {"unexecuted": r.unexecuted}
-                for r in runs
+                {"run": r.shown} | r.protocol_failures | {"unexecuted": r.unexecuted} for r in runs
             ]
         elif name == "scores":
             rows = [
-                {"run": r.run_dir} | {f.name: getattr(s, f.name) for f in fields(s)}
+                {"run": r.shown} | {f.name: getattr(s, f.name) for f in fields(s)}
                 for r in runs
                 for s in r.scores
             ]
         else:
             rows = [
-                {"run": r.run_dir} | {f.name: getattr(c, f.name) for f in fields(c)}
+                {"run": r.shown} | {f.name: getattr(c, f.name) for f in fields(c)}
                 for r in runs
                 for c in r.accuracy
             ]
@@ -84,12 +87,21 @@ class Comparison:
 
 
 def write_figures(doc: ComparisonDocument, out: Path) -> None:
-    """Draw the three comparison figures into ``out``."""
+    """Draw the four comparison figures into ``out``."""
+    from needlepoint.analysis.decision import SIMULATION_BANNER
+    from needlepoint.analysis.position_plot import compare_position_lines
     from needlepoint.compare import plots
 
     plots.forest(doc, out / FIGURES["forest"])
     plots.accuracy_panels(doc, out / FIGURES["accuracy"])
     plots.failures(doc, out / FIGURES["failures"])
+    models = [r.model for r in doc.runs]
+    compare_position_lines(
+        [(r.model if models.count(r.model) == 1 else run_name(r), r.positions) for r in doc.runs],
+        out / FIGURES["positions"],
+        doc.simulation,
+        doc.label or SIMULATION_BANNER,
+    )
 
 
 def compare_runs(
@@ -98,16 +110,39 @@ def compare_runs(
     *,
     allow_simulated: bool = False,
     figures: bool = True,
+    record: Sequence[str] | None = None,
+    labels: Sequence[str] | None = None,
 ) -> Comparison:
-    """Check and analyse each run alone, then write the comparison folder."""
+    """Check and analyse each run alone, then write the comparison folder.
+
+    ``record``: the study record's lines for comparison.md; by default each run's declaration
+    chain, for runs started under one (nothing for runs without). ``labels`` name the runs in
+    every table and figure (one per run, in order); without them a run is named by its model.
+    """
     out = Path(out_dir)
     runs = load_runs(run_dirs, allow_simulated)
+    run_names(runs, labels)  # bad labels are refused before anything is written
     if out.exists() and not out.is_dir():
         raise NeedlepointError(f"{out}: exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    doc = build_comparison(runs, out, figures)
-    if figures:
-        write_figures(doc, out)
-    write_bytes_atomic(out / "comparison.json", to_json(doc))
-    write_bytes_atomic(out / "comparison.md", comparison_markdown(doc).encode("utf-8"))
+    doc = build_comparison(runs, out, figures, labels)
+    if record is None:
+        record = declaration_record(run_dirs, out)
+    text = comparison_markdown(doc, record)
+    with replaced_folder(out, is_output_file) as fresh:  # all files together, or none
+        if figures:
+            write_figures(doc, fresh)
+        write_bytes_atomic(fresh / "comparison.json", to_json(doc))
+        write_bytes_atomic(fresh / "comparison.md", text.encode("utf-8"))
     return Comparison(doc, out)
+
+
+def declaration_record(run_dirs: Sequence[str | Path], out: Path) -> list[str]:
+    """Each declared run's chain, paths shown from the comparison folder; [] when none is."""
+    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+
+    lines: list[str] = []
+    for run_dir in run_dirs:
+        if run_declaration(Path(run_dir)) is not None:
+            shown = relative(Path(run_dir), out)
+            lines += [*run_chain_lines(Path(run_dir), out, shown=shown), ""]
+    return lines[:-1]

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from needlepoint.analysis.figure import stable_figure
+from needlepoint.analysis.figure import (
+    MIDDLE_LOSS_NOTE,
+    add_note,
+    difference_limits,
+    stable_figure,
+)
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.compare.record import ComparedRun, ComparisonDocument
 
@@ -16,8 +21,10 @@ _CONDITIONS = {"B": "B (beginning)", "M": "M (middle)", "E": "E (end)", "A": "A 
 
 
 def _label(run: ComparedRun) -> str:
+    """A run's tick label: its name (label or model), SIMULATION, and the model if named else."""
     tag = "  SIMULATION" if run.simulation else ""
-    return f"{run.model}{tag}\n{run.run_dir}"
+    model = "" if run.shown.startswith(run.model) else f"\n{run.model}"
+    return f"{run.shown}{tag}{model}"
 
 
 def _banner(doc: ComparisonDocument) -> str:
@@ -29,9 +36,9 @@ def forest(doc: ComparisonDocument, path: str | Path) -> Path:
     """Each run's difference with its interval, zero and the threshold; no combined estimate."""
     runs = doc.runs
     title = "Similarity difference in middle loss (high − low), each run analysed alone"
-    size = (9.5, 1.5 + 0.55 * len(runs))
+    size = (9.5, 1.85 + 0.55 * len(runs))
     with stable_figure(
-        size, (2.8, 2.6, 0.55, 0.6), title, doc.simulation, path, _banner(doc)
+        size, (2.8, 2.6, 0.55, 0.95), title, doc.simulation, path, _banner(doc)
     ) as fig:
         ax = fig.subplots()
         shown = [(y, r.interval, r.difference) for y, r in enumerate(runs) if r.interval]
@@ -67,9 +74,11 @@ def forest(doc: ComparisonDocument, path: str | Path) -> Path:
         )
         ax.set_yticks(range(len(runs)), [_label(r) for r in runs], fontsize=8)
         ax.set_ylim(len(runs) - 0.5, -0.5)
-        ax.set_xlim(-1.1, 1.1)
+        values = [v for _, iv, d in shown for v in (*iv, d) if v is not None]
+        ax.set_xlim(*difference_limits(values))
         ax.set_xlabel("difference in middle loss, high − low similarity (runs in the order given)")
         ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=3, fontsize=8, frameon=False)
+        add_note(fig, MIDDLE_LOSS_NOTE)
     return Path(path)
 
 
@@ -83,7 +92,7 @@ def accuracy_panels(doc: ComparisonDocument, path: str | Path) -> Path:
     sims = list(dict.fromkeys(c.similarity for c in first))
     lengths = sorted({c.length for c in first})
     conds = list(dict.fromkeys(c.condition for c in first))
-    title = "Exact-correct rate by position and length, per run (in brackets: lenient, exploratory)"
+    title = "Exact-correct rate by position and length, per run [lenient, where it differs]"
     panel_h = 0.5 + 0.62 * len(conds)
     size = (2.0 + 3.3 * len(sims) + 1.1, 0.9 + panel_h * len(runs))
     with stable_figure(
@@ -104,9 +113,9 @@ def accuracy_panels(doc: ComparisonDocument, path: str | Path) -> Path:
                     np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto"
                 )
                 for c in cells:
-                    text = (
-                        f"{c.correct}/{c.valid} [{c.lenient_correct}]" if c.valid else "none valid"
-                    )
+                    # the exploratory lenient count only where it says something new
+                    lenient = f" [{c.lenient_correct}]" if c.lenient_correct != c.correct else ""
+                    text = f"{c.correct}/{c.valid}{lenient}" if c.valid else "none valid"
                     if c.not_valid:
                         text += f" +{c.not_valid}"
                     dark = c.accuracy is not None and c.accuracy > 0.55
@@ -124,7 +133,7 @@ def accuracy_panels(doc: ComparisonDocument, path: str | Path) -> Path:
                     range(len(lengths)), [f"{n} records" if last else "" for n in lengths]
                 )
                 ax.set_yticks(range(len(conds)), [_CONDITIONS.get(c, c) for c in conds], fontsize=8)
-                name = f"{run.model}{' (SIMULATION)' if run.simulation else ''}"
+                name = f"{run.shown}{' (SIMULATION)' if run.simulation else ''}"
                 ax.set_title(f"{name} · {sim} similarity", fontsize=8.5)
         if image is not None:
             top, bottom = axes[0][-1].get_position(), axes[-1][-1].get_position()
@@ -160,9 +169,10 @@ def failures(doc: ComparisonDocument, path: str | Path) -> Path:
             ax.barh(range(len(runs)), counts, left=left, color=colour, label=kind, height=0.6)
             left = [a + b for a, b in zip(left, counts, strict=True)]
         planned = max((sum(c.valid + c.not_valid for c in r.accuracy) for r in runs), default=1)
-        for y, total in enumerate(left):
-            ax.text(total, y, f"  {total}", va="center", fontsize=8)
-        if not any(left):
+        if any(left):  # with none anywhere, one sentence says so; "0" labels would cross it
+            for y, total in enumerate(left):
+                ax.text(total, y, f"  {total}", va="center", fontsize=8)
+        else:
             ax.text(
                 0.5,
                 0.5,

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from needlepoint.analysis.inference import Effect
 from needlepoint.errors import NeedlepointError
-from needlepoint.schema import document_bytes, read_versioned, versioned_from_json
+from needlepoint.schema import (
+    document_bytes,
+    plain_without_absent,
+    read_versioned,
+    record_with_absent,
+    versioned_from_json,
+)
 
 COMPARISON_FORMAT = "needlepoint-comparison"
-COMPARISON_VERSION = 1
+COMPARISON_VERSION = 2
 MIXED_LABEL = (
     "MIXED — simulated and live runs side by side; the simulated runs are not model results"
 )
@@ -74,6 +82,13 @@ class ComparedRun:
     caveats: tuple[str, ...]
     scores: tuple[ScoreTotal, ...]
     accuracy: tuple[ComparedCell, ...]
+    headline: tuple[str, ...]
+    middle_loss: tuple[Effect, ...]
+    positions: tuple[Effect, ...]
+    robustness: str
+    # How tables and figures name the run: the user's --label, else its model (made unique).
+    # Absent from a comparison.json written before it existed: such a run is named by model.
+    name: str | None = None
 
     def __post_init__(self) -> None:
         if self.interval is not None and len(self.interval) != 2:
@@ -81,10 +96,25 @@ class ComparedRun:
                 f"field interval: expected [low, high], got {len(self.interval)} values"
             )
 
+    @property
+    def shown(self) -> str:
+        """The run's name as a reader sees it: its name, or (older files) its model."""
+        return self.name or self.model
+
+    def to_plain(self) -> dict[str, Any]:
+        return plain_without_absent(self, ("name",))
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> ComparedRun:
+        return record_with_absent(cls, value, where, ("name",))
+
 
 @dataclass(frozen=True)
 class ComparisonDocument:
-    """The whole comparison.json document, format ``needlepoint-comparison`` version 1."""
+    """The whole comparison.json document, format ``needlepoint-comparison`` version 2.
+
+    Version 2 added each run's ``headline``, ``middle_loss``, ``positions`` and ``robustness``.
+    """
 
     format: str
     version: int

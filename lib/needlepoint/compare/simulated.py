@@ -24,12 +24,14 @@ def simulate_variants(
     simulated: Sequence[Mapping[str, Any]],
     prepared_root: str | Path,
     shown: Sequence[str] | None = None,
+    declaration: str | Path | None = None,
 ) -> list[str]:
     """Prepare each model variant (once) and simulate its run (or resume it); one line each.
 
     ``simulated[i]`` is ``{"model": NAME, "params": {PositionParams field: value}}`` for
     ``run_dirs[i]``; the variant is prepared into ``prepared_root/NAME``. ``shown`` names the
-    runs in the returned lines (default: the run folders as given).
+    runs in the returned lines (default: the run folders as given). ``declaration``: the
+    declaration every run is started under.
     """
     if len(simulated) != len(run_dirs):
         raise NeedlepointError(
@@ -52,6 +54,7 @@ def simulate_variants(
             simulate="position",
             sim_params=dict(entry.get("params") or {}),
             progress="off",
+            declaration=None if declaration is None else str(declaration),
         )
         summary = run_protocol(prepared, run_dir, options)
         name = shown[i] if shown is not None else str(run_dir)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from needlepoint.analysis.summary import markdown_table
+from needlepoint.analysis.markdown import markdown_table
+from needlepoint.analysis.summary import study_record_section
 from needlepoint.compare.record import ComparedCell, ComparedRun, ComparisonDocument
 
 
@@ -18,8 +19,8 @@ def _rate(correct: int, valid: int, rate: float | None) -> str:
 
 
 def run_name(run: ComparedRun) -> str:
-    """How tables and figures name a run: its folder, and SIMULATION when simulated."""
-    return f"{run.run_dir} (SIMULATION)" if run.simulation else run.run_dir
+    """How tables and lines name a run: its name (label or model), and SIMULATION if simulated."""
+    return f"{run.shown} (SIMULATION)" if run.simulation else run.shown
 
 
 def interval_order(runs: Sequence[ComparedRun]) -> list[str]:
@@ -87,6 +88,13 @@ def _failures(doc: ComparisonDocument) -> list[str]:
     return markdown_table(["kind", *[run_name(r) for r in doc.runs]], rows)
 
 
+def _lenient(cell: ComparedCell) -> str:
+    """The lenient score beside the strict one, only where it differs (equal adds nothing)."""
+    if cell.lenient_correct == cell.correct:
+        return ""
+    return f"; lenient {_rate(cell.lenient_correct, cell.valid, cell.lenient_accuracy)}"
+
+
 def _cells(run: ComparedRun) -> list[str]:
     def key(c: ComparedCell) -> tuple[str, int]:
         return (c.similarity, c.length)
@@ -100,8 +108,8 @@ def _cells(run: ComparedRun) -> list[str]:
                 sim,
                 length,
                 *[
-                    f"{_rate(by[c].correct, by[c].valid, by[c].accuracy)}; lenient "
-                    f"{_rate(by[c].lenient_correct, by[c].valid, by[c].lenient_accuracy)}"
+                    _rate(by[c].correct, by[c].valid, by[c].accuracy)
+                    + _lenient(by[c])
                     + (f"; +{by[c].not_valid} not valid" if by[c].not_valid else "")
                     for c in conds
                 ],
@@ -110,8 +118,22 @@ def _cells(run: ComparedRun) -> list[str]:
     return [f"#### {run_name(run)}", "", *markdown_table(["similarity", "length", *conds], rows)]
 
 
-def comparison_markdown(doc: ComparisonDocument) -> str:
-    """Render comparison.json as comparison.md; a simulation says so on the first line."""
+_CELLS_NOTE = (
+    "Correct / valid (strict); the lenient score follows a cell only where it differs from the "
+    "strict one."
+)
+
+
+def _item(line: str) -> str:
+    """A headline line as a list item; its indented lines (Q1's and Q2's values) nested."""
+    return f"  - {line.strip()}" if line.startswith("  ") else f"- {line}"
+
+
+def comparison_markdown(doc: ComparisonDocument, record: Sequence[str] = ()) -> str:
+    """Render comparison.json as comparison.md; a simulation says so on the first line.
+
+    ``record``: the study record's lines (declaration chains, other runs on record), last.
+    """
     lines: list[str] = [f"# {doc.label}", ""] if doc.label else []
     lines += [
         f"# Comparison: {len(doc.runs)} runs of one design ({doc.protocol_id})",
@@ -122,6 +144,13 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
         "Each run is analysed alone by the preregistered analysis, exactly as `needlepoint "
         "analyze` would; nothing is pooled.",
         "",
+        "## Each run: what was run, then Q1 and Q2",
+        "",
+        *[
+            line
+            for r in doc.runs
+            for line in [f"### {run_name(r)}", "", *[_item(x) for x in r.headline], ""]
+        ],
         "## Primary analysis, per run",
         "",
         *_primary(doc),
@@ -151,15 +180,24 @@ def comparison_markdown(doc: ComparisonDocument) -> str:
         ),
         "### Accuracy by position, similarity and length",
         "",
+        _CELLS_NOTE,
+        "",
         *[line for r in doc.runs for line in _cells(r)],
         "## Fingerprints",
         "",
         *markdown_table(
-            ["run", "model", "protocol fingerprint", "journal sha256"],
+            ["run", "model", "run folder", "protocol fingerprint", "journal sha256"],
             [
-                (run_name(r), r.model, f"`{r.protocol_fingerprint}`", f"`{r.journal_sha256}`")
+                (
+                    run_name(r),
+                    r.model,
+                    f"`{r.run_dir}`",
+                    f"`{r.protocol_fingerprint}`",
+                    f"`{r.journal_sha256}`",
+                )
                 for r in doc.runs
             ],
         ),
     ]
+    lines = [*lines, *study_record_section(record)]
     return "\n".join(lines).rstrip("\n") + "\n"

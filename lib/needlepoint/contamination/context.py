@@ -83,6 +83,23 @@ class Context:
     verification: Verification | None = None
 
 
+# Problems that mean part of the context was not read: a check cannot pass over them (the gate
+# fails closed). A link outside the root and a file that is not UTF-8 were still read.
+UNREAD_KINDS = frozenset(
+    {"symlink-loop", "dangling-symlink", "unreadable", "not-a-regular-file", "too-deep"}
+    | {"too-large"}
+)
+UNREAD_CHANGES = frozenset({"missing", "unreadable"})
+
+
+def unread_parts(problems: Sequence[Problem], verification: Verification | None) -> list[str]:
+    """``path: kind (detail)`` for each part of the context that could not be read."""
+    out = [f"{p.path}: {p.kind} ({p.detail})" for p in problems if p.kind in UNREAD_KINDS]
+    changes = verification.changes if verification is not None else ()
+    out += [f"{c.path}: {c.kind} ({c.detail})" for c in changes if c.kind in UNREAD_CHANGES]
+    return out
+
+
 def _decode(path: str, data: bytes, problems: list[Problem]) -> str:
     try:
         return data.decode("utf-8")
@@ -104,7 +121,12 @@ def _read(
             if st.st_size > MAX_TEXT_BYTES:
                 problems.append(Problem(path, "too-large", f"{st.st_size} bytes"))
                 return None
-            data = fh.read(MAX_TEXT_BYTES + 1)
+            # In pieces: read(MAX_TEXT_BYTES + 1) would allocate the whole limit up front.
+            pieces, total = [], 0
+            while total <= MAX_TEXT_BYTES and (piece := fh.read(1 << 20)):
+                pieces.append(piece)
+                total += len(piece)
+            data = b"".join(pieces)
             if len(data) > MAX_TEXT_BYTES:  # it grew while we read it
                 problems.append(Problem(path, "too-large", f"over {MAX_TEXT_BYTES} bytes"))
                 return None

@@ -23,6 +23,7 @@ from needlepoint.contamination.formats import (
 )
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import jsonl_bytes
+from needlepoint.safeio import write_bytes_atomic
 
 FIXTURE_FORMAT = "contamination-fixture/1"
 _MARKER = ".needlepoint-fixture"
@@ -139,7 +140,7 @@ def _csv(rows: list[list[str]]) -> bytes:
 
 def _write(path: Path, data: bytes, mtime: str | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    write_bytes_atomic(path, data, fsync=False)
     if mtime is not None:
         ns = parse_instant(mtime)
         os.utime(path, ns=(ns, ns))

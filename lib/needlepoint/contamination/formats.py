@@ -19,6 +19,7 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import parse_json
+from needlepoint.safeio import read_limited
 
 REFERENCE_FORMAT = "contamination-reference/1"
 DISCARDS_FORMAT = "contamination-discards/1"
@@ -77,17 +78,16 @@ class ResultRow:
     line: int
 
 
+# The largest input file (reference, discards, runs, results) read whole: far beyond a battery.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
 def read_text(path: str | os.PathLike[str]) -> str:
     """Read a UTF-8 input file (a leading BOM is allowed); failures name the file and line."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise NeedlepointError(f"{p}: file not found") from None
-    except IsADirectoryError:
-        raise NeedlepointError(f"{p}: is a directory, expected a file") from None
-    except OSError as exc:
-        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    if p.is_dir():
+        raise NeedlepointError(f"{p}: is a directory, expected a file")
+    data = read_limited(p, MAX_INPUT_BYTES, pipes=True)  # a FIFO in a folder never blocks
     offset = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
         return data[offset:].decode("utf-8")

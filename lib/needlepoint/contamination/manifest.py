@@ -135,7 +135,7 @@ def _relative(p: Path, where: str, path: str) -> str:
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Load a manifest written by :func:`write_manifest`; errors name the file and the field."""
     p = Path(path)
-    doc = read_json(p)
+    doc = read_json(p, pipes=True)
     if not isinstance(doc, dict):
         raise NeedlepointError(f"{p}: expected a JSON object")
     if doc.get("format") != MANIFEST_FORMAT:

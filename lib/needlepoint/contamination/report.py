@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from needlepoint.contamination.canary import CanaryResult, check_canary
-from needlepoint.contamination.context import load_context
+from needlepoint.contamination.context import UNREAD_KINDS, load_context, unread_parts
 from needlepoint.contamination.formats import (
     iso_from_ns,
     read_discards,
@@ -85,7 +85,11 @@ class ContaminationReport:
 
 
 def _findings(o: OverlapResult, t: TimelineResult, c: CanaryResult) -> list[Finding]:
-    found = []
+    # Fail closed: a part of the context that was not read cannot count as clean.
+    found = [
+        Finding("context", "unread", f"{part}: not read, so the context cannot be called clean")
+        for part in unread_parts(o.problems, o.verification)
+    ]
     if o.leaked:
         found.append(Finding("overlap", "leak", o.sentence() + ": " + ", ".join(o.present_ids)))
     if c.leaked:
@@ -127,7 +131,8 @@ def _notices(o: OverlapResult, t: TimelineResult, c: CanaryResult) -> list[str]:
             "and holds its results: take it out of the automatic context before any rerun"
         )
     for p in o.problems:
-        notes.append(f"context problem: {p.path}: {p.kind} ({p.detail})")
+        if p.kind not in UNREAD_KINDS:  # the others are findings
+            notes.append(f"context problem: {p.path}: {p.kind} ({p.detail})")
     if o.verification is not None:
         notes.append("manifest: " + o.verification.sentence())
     for d in o.unused_discards:

@@ -21,6 +21,7 @@ from needlepoint.design.audit_rules import check_content
 from needlepoint.design.java_random import JavaRandom, shuffle
 from needlepoint.design.prepared_schema import (
     check_answer,
+    check_file_sizes,
     check_manifest,
     check_plan,
     check_request,
@@ -121,6 +122,7 @@ class _Audit:
         # Every file is checked against its documented schema first (prepared_schema shares
         # no code with the generator): the rules below then meet only well-typed values.
         protocol_schema.check(p, str(root / "protocol.json"))
+        check_file_sizes(root, p)
         text = read_text(root / "requests.jsonl")
         self.raw_lines = text.encode("utf-8").split(b"\n")
         for number, line in jsonl_values(root / "requests.jsonl", text):

@@ -19,7 +19,7 @@ from needlepoint.design.order import execution_plan
 from needlepoint.design.prepared import DATA_FILES, MANIFEST_FORMAT, PLAN_COLUMNS, protocol_bytes
 from needlepoint.design.profiles import make_variant
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes, file_sha256, sha256_hex
+from needlepoint.jsonio import canonical_bytes, file_sha256, sha256_hex, write_bytes_atomic
 
 # The modules whose code decides the bytes of a prepared folder; fingerprinted in the manifest.
 SOURCE_MODULES = (
@@ -154,5 +154,5 @@ def prepare_protocol(out_dir: str | Path, protocol: dict[str, Any]) -> Path:
     files["manifest.json"] = manifest_bytes(files, protocol)
     out.mkdir(parents=True, exist_ok=True)
     for name in (*DATA_FILES, "manifest.json"):
-        (out / name).write_bytes(files[name])
+        write_bytes_atomic(out / name, files[name])
     return out

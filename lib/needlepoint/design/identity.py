@@ -1,8 +1,9 @@
 """Design identity: which protocol fields are the design, and the design fingerprint over them.
 
 Every top-level protocol field is exactly one of: *design* (materials, order, templates,
-scoring, analysis), a *label* (description, version, the optional rationale), *execution* (the
-runner's spacing and stop rules) or *model variant* (model and body fields). Two prepared
+scoring, analysis), a *label* (description, version, the optional rationale and
+materials_reuse), *execution* (the runner's spacing and stop rules) or *model variant* (model
+and body fields). Two prepared
 folders with one design fingerprint hold the same records, codes, order and answer key, are
 scored and analysed by the same rules, and differ at most in the model they ask and how the
 bodies are shaped.
@@ -30,7 +31,7 @@ DESIGN_FIELDS = (
     "templates",
     "unknown",
 )
-LABEL_FIELDS = ("description", "version", "rationale")
+LABEL_FIELDS = ("description", "version", "rationale", "materials_reuse")
 EXECUTION_FIELDS = ("runner",)
 VARIANT_FIELDS = ("model", *BODY_FIELDS)
 

@@ -102,6 +102,7 @@ def load_prepared(path: str | Path) -> Prepared:
     """
     root = _folder(path)
     protocol = load_protocol_file(root)
+    schema.check_file_sizes(root, protocol)
     bodies: dict[int, bytes] = {}
     for number, line in schema.jsonl_values(root / "requests.jsonl"):
         schema.check_request(line, f"{root / 'requests.jsonl'}:{number}")

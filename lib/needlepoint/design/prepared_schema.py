@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design.protocol_schema import MAX_PREPARED_BYTES, estimated_bytes
 from needlepoint.errors import NeedlepointError
 from needlepoint.fields import Fields
 from needlepoint.jsonio import parse_json
+from needlepoint.safeio import read_limited
 
 PLAN_COLUMNS = (
     "seq",
@@ -37,21 +40,44 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def read_text(path: Path) -> str:
-    """A data file as UTF-8 text; every failure is one line naming the file (and line)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise NeedlepointError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise NeedlepointError(f"{path}: is a folder, expected a file") from None
-    except OSError as exc:
-        raise NeedlepointError(f"{path}: cannot read ({exc.strerror})") from None
+def read_text(path: Path, limit: int = MAX_PREPARED_BYTES) -> str:
+    """A data file as UTF-8 text; every failure is one line naming the file (and line).
+
+    A FIFO is refused without blocking, and a file larger than ``limit`` without being read.
+    """
+    data = read_limited(path, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise NeedlepointError(f"{path}:{line}: not UTF-8 ({exc.reason})") from None
+
+
+def size_limits(protocol: dict[str, Any]) -> dict[str, int]:
+    """The most bytes each data file of this protocol's prepared folder can hold: more, and it
+    is not the file prepare wrote (so it is refused before it is read, whatever its size)."""
+    requests = protocol["cases"] * len(protocol["lengths"]) * len(protocol["similarities"])
+    requests *= len(protocol["conditions"])
+    materials = estimated_bytes(protocol) + (1 << 20)  # an upper estimate, with room
+    return {
+        "requests.jsonl": materials,
+        "answer_key.jsonl": materials,
+        "plan.csv": 1024 + 512 * requests,  # nine short fields and a SHA-256 per request
+    }
+
+
+def check_file_sizes(root: Path, protocol: dict[str, Any]) -> None:
+    """Refuse a data file larger than the protocol allows, before reading any of it."""
+    for name, limit in size_limits(protocol).items():
+        try:
+            size = os.stat(root / name).st_size
+        except OSError:
+            continue  # missing or unreadable: the reader says so
+        if size > limit:
+            raise NeedlepointError(
+                f"{root / name}: {size} bytes, more than this protocol's prepared file can hold "
+                f"(at most {limit}); not read"
+            )
 
 
 def check_plan(path: Path, text: str | None = None) -> list[dict[str, str]]:

@@ -117,7 +117,7 @@ def _canonical(value: Any) -> bytes | None:
 
 def load_override(path: str | Path) -> dict[str, Any]:
     """Reference parameters overridden by a JSON file; a changed design needs a new version."""
-    override = read_json(path)
+    override = read_json(path, pipes=True)
     if not isinstance(override, dict):
         raise NeedlepointError(f"{path}: a protocol override must be a JSON object")
     body = {k: override[k] for k in profiles.OPTIONAL_FIELDS if k in override}
@@ -153,6 +153,23 @@ def _with_body_fields(
     return protocol
 
 
+def _check_reuse(value: Any, where: str) -> None:
+    """``materials_reuse``: ``{"reason": non-empty text, "overlaps": [text, ...]}``."""
+    ok = (
+        isinstance(value, dict)
+        and set(value) == {"reason", "overlaps"}
+        and isinstance(value["reason"], str)
+        and value["reason"].strip() != ""
+        and isinstance(value["overlaps"], list)
+        and all(isinstance(o, str) for o in value["overlaps"])
+    )
+    if not ok:
+        raise NeedlepointError(
+            f"{where}: materials_reuse must be an object with a non-empty reason and a list of "
+            "overlaps (text)"
+        )
+
+
 def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
     """Refuse parameters the generator cannot honour, with one line naming the field."""
     if p.get("format") != FORMAT:
@@ -170,6 +187,8 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
         raise NeedlepointError(f"{where}: version must be a positive integer")
     if "rationale" in p and not isinstance(p["rationale"], dict):
         raise NeedlepointError(f"{where}: rationale must be a JSON object")
+    if "materials_reuse" in p:
+        _check_reuse(p["materials_reuse"], where)
     # A model variant of v1 (another model, body profile or runner) is still v1; only a change
     # of a design field needs a new version.
     changed = _changed_fields(design_part(_REFERENCE), design_part(p))

@@ -49,8 +49,10 @@ BODY_FIELDS = (
     "answer_cue",
 )
 # Free label fields a protocol may leave out: `rationale` (a JSON object) records why a version
-# exists (a pilot's or a calibration's record; PROTOCOL.md, "Parameters").
-OPTIONAL_FIELDS = ("rationale",)
+# exists (a pilot's or a calibration's record; PROTOCOL.md, "Parameters"); `materials_reuse`
+# records why a new version may reuse materials of a design already run (`prepare
+# --reuse-materials`).
+OPTIONAL_FIELDS = ("rationale", "materials_reuse")
 # The documented top-level fields besides the body fields (PROTOCOL.md, "Parameters").
 FIELDS = (
     "format",

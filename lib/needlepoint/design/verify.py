@@ -22,6 +22,7 @@ from needlepoint.design.prepared import (
     load_protocol_file,
 )
 from needlepoint.jsonio import read_json, sha256_hex
+from needlepoint.safeio import read_limited
 
 
 @dataclass
@@ -98,7 +99,13 @@ def verify_prepared(path: str | Path) -> VerifyReport:
         if not target.is_file():
             report.problems.append(f"{name}: missing")
             continue
-        actual = target.read_bytes()
+        # A file far larger than the regenerated one is not read: it cannot be it.
+        limit = 2 * len(files[name]) + (1 << 20)
+        size = target.stat().st_size
+        if size > limit:
+            report.problems.append(f"{name}: {size} bytes, regenerated {len(files[name])}")
+            continue
+        actual = read_limited(target, limit)
         report.files_compared += 1
         report.bytes_compared += len(actual)
         if actual != files[name]:

@@ -5,6 +5,7 @@ They read a prepared folder only, so what a notebook displays is exactly what wa
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from needlepoint.design.audit import AuditReport
 from needlepoint.design.materials import near_slots
 from needlepoint.design.prepared import Prepared
 from needlepoint.design.profiles import body_profile, text_chars
+from needlepoint.safeio import write_bytes_atomic
 
 KIND_LABELS = {
     "substitution": "One-character change",
@@ -164,7 +166,9 @@ def order_figure(prepared: Prepared, path: str | Path) -> Path:
         fig.suptitle("Execution order: blocks top to bottom, conditions left to right")
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, format="png", metadata={"Software": None})
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", metadata={"Software": None})
+        write_bytes_atomic(out, buffer.getvalue())
     return out
 
 

@@ -7,9 +7,9 @@ window before the first request, and runs the variant with every guarantee of `r
 override and its reason, and the server's facts, recorded in run.json). Then each run must pass
 `audit-run`; results, the analyses and the comparison are written into one evidence folder.
 
-One model at a time: both llama.cpp servers would evaluate prompts on the same two cores.
-Running the command again resumes: prepared folders are reused when they are what the protocol
-gives, complete runs are left alone, an unfinished run is resumed at its recorded address.
+One model at a time (two llama.cpp servers would share the same two cores). Running it again
+resumes: prepared folders are reused when the protocol gives them, complete runs are left alone,
+an unfinished run is resumed at its recorded address.
 """
 
 from __future__ import annotations
@@ -70,16 +70,21 @@ def run_local_compare(
     notebooks: bool = True,
     progress: str = "auto",
     say: Say = print,
+    declaration: str | Path | None = None,
 ) -> CompareOutcome:
-    """Prepare, run (or resume), audit, analyse and compare into ``<root>/<date>-<label>/``."""
+    """Prepare, run (or resume), audit, analyse and compare into ``<root>/<date>-<label>/``;
+    every run under ``declaration`` when one is given (a resume must name the same one)."""
     protocol_path = Path(protocol_file)
     if not protocol_path.is_file():
         raise NeedlepointError(f"{protocol_path}: protocol file not found")
     if len({e.key for e in entrants}) != len(entrants) or len(entrants) < 2:
         raise NeedlepointError("local-compare needs at least two different packaged models")
+    from needlepoint.local.live import check_compare_inputs
+
+    check_compare_inputs(protocol_path, entrants, timeout_s, progress)  # before any folder
     folder = evidence_folder(Path(evidence_root), label, date)
     layout = Layout(folder)
-    check_marker(layout, protocol_path, entrants, n_ctx)
+    check_marker(layout, protocol_path, entrants, n_ctx, declaration)
     design = prepare_variants(layout, protocol_path, entrants)
     say(f"{folder.name}: design fingerprint {design[:16]}…, {len(entrants)} model variants")
     live: dict[str, float] = {}
@@ -90,7 +95,7 @@ def run_local_compare(
             continue
         say(f"[{i}/{len(entrants)}] {entrant.key}: {done} of {planned} attempted; serving")
         start = time.perf_counter()
-        run_live(layout, entrant, n_ctx, timeout_s, progress, say)
+        run_live(layout, entrant, n_ctx, timeout_s, progress, say, declaration)
         live[entrant.key] = time.perf_counter() - start
         say(f"[{i}/{len(entrants)}] {entrant.key}: complete in {live[entrant.key] / 60:.1f} min")
     finish(layout, entrants, protocol_path, Path(notebooks_dir), notebooks, say)
@@ -135,18 +140,19 @@ def planned_count(prepared_dir: Path) -> int:
 def attempted(run_dir: Path) -> int:
     """How many planned requests the run folder's journal has attempted (0 for a new folder)."""
     from needlepoint.run.journal import read_chain
+    from needlepoint.run.journal_records import JournalState
 
     if not (run_dir / "run.json").is_file():
         return 0
-    return len({r["seq"] for r in read_chain(run_dir).records if r.get("type") == "attempt"})
+    read_chain(run_dir, (state := JournalState()).add, keep=False)
+    return len(state.attempts)
 
 
 def recorded_run(run_dir: Path) -> dict[str, Any] | None:
     """The run folder's run.json, or None before its first session."""
     from needlepoint.jsonio import read_json
 
-    path = run_dir / "run.json"
-    return read_json(path) if path.is_file() else None
+    return read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else None
 
 
 def resume_port(record: dict[str, Any] | None) -> int | None:
@@ -208,7 +214,13 @@ def token_check(prepared_dir: Path, server: Any) -> str:
 
 
 def run_live(
-    layout: Layout, entrant: Entrant, n_ctx: int, timeout_s: float, progress: str, say: Say
+    layout: Layout,
+    entrant: Entrant,
+    n_ctx: int,
+    timeout_s: float,
+    progress: str,
+    say: Say,
+    declaration: str | Path | None = None,
 ) -> None:
     """Serve one model, check its token counts, and run (or resume) its variant completely."""
     from needlepoint.run.loop import run_protocol
@@ -234,6 +246,7 @@ def run_live(
             override_reason=OVERRIDE_REASON,
             timeout_s=timeout_s,
             run_meta={"local_server": facts},
+            declaration=None if declaration is None else str(declaration),
         )
         summary = run_protocol(prepared, run_dir, options)
     for line in summary.lines():
@@ -281,5 +294,7 @@ def finish(
         runs = [layout.run(e) for e in entrants]
         for line in compare_runs(runs, layout.comparison).lines():
             say(line)
-    write_readme(layout, entrants, audits)
+    from needlepoint.local.compare_effects import readme_sections
+
+    write_readme(layout, entrants, audits, readme_sections(layout, entrants, layout.root.parent))
     say(f"wrote {layout.root / 'README.md'}")

@@ -72,12 +72,19 @@ def evidence_folder(root: Path, label: str, date: str | None) -> Path:
     return found[0] if found else root / f"{dt.date.today():%Y%m%d}-{label}"
 
 
-def marker_record(protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int) -> dict[str, Any]:
-    """What the folder is made from; model aliases come from the packaged-model table."""
+def marker_record(
+    protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int, declared: Any = None
+) -> dict[str, Any]:
+    """What the folder is made from; model aliases come from the packaged-model table.
+
+    ``declared``: the declaration the runs are started under; its SHA-256 is recorded (the key
+    is absent without one, as in folders made before declarations existed).
+    """
     from needlepoint.jsonio import sha256_hex
     from needlepoint.local.model import model_spec
 
-    return {
+    extra = {} if declared is None else {"declaration_sha256": declared.sha256}
+    return extra | {
         "format": MARKER_FORMAT,
         "kind": MARKER_KIND,
         "protocol_file": protocol_path.name,
@@ -92,12 +99,18 @@ def marker_record(protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int) 
 
 
 def check_marker(
-    layout: Layout, protocol_path: Path, entrants: Sequence[Entrant], n_ctx: int
+    layout: Layout,
+    protocol_path: Path,
+    entrants: Sequence[Entrant],
+    n_ctx: int,
+    declaration: str | Path | None = None,
 ) -> None:
     """Write the record into a new folder; in an existing one, refuse anything else."""
     from needlepoint.jsonio import canonical_bytes, read_json, write_bytes_atomic
+    from needlepoint.run.declaration import read_declaration
 
-    wanted = marker_record(protocol_path, entrants, n_ctx)
+    declared = None if declaration is None else read_declaration(declaration)
+    wanted = marker_record(protocol_path, entrants, n_ctx, declared)
     path = layout.root / MARKER
     if path.is_file():
         saved = read_json(path)
@@ -120,18 +133,24 @@ def journal_timing(run_dir: Path) -> dict[str, Any]:
     from needlepoint.jsonio import read_json
     from needlepoint.run.journal import read_chain
 
-    records = read_chain(run_dir).records
     prepared = load_prepared(run_dir / read_json(run_dir / "run.json")["prepared_dir"])
     lengths = {row.seq: row.length for row in prepared.plan}
-    times = [r["time"] for r in records if r.get("type") in ("attempt", "outcome")]
-    span = dt.datetime.fromisoformat(times[-1]) - dt.datetime.fromisoformat(times[0])
+    times: list[str] = []
     by_length: dict[int, list[float]] = {}
-    for r in records:
+    sessions = [0]
+
+    def visit(r: dict[str, Any], at: Any) -> None:  # one record at a time: bodies not kept
+        if r.get("type") in ("attempt", "outcome"):
+            times[len(times) > 0 :] = [r["time"]]  # [first, latest]
+        sessions[0] += r.get("type") == "session"
         if r.get("type") == "outcome" and r.get("latency_s") is not None:
             by_length.setdefault(lengths[r["seq"]], []).append(r["latency_s"])
+
+    read_chain(run_dir, visit, keep=False)
+    span = dt.datetime.fromisoformat(times[-1]) - dt.datetime.fromisoformat(times[0])
     return {
         "span_min": span.total_seconds() / 60,
-        "sessions": sum(r.get("type") == "session" for r in records),
+        "sessions": sessions[0],
         "median_s": {n: statistics.median(v) for n, v in sorted(by_length.items())},
     }
 
@@ -146,8 +165,17 @@ def _score(run: Any, group: str) -> str:
     return f"{total.correct}/{total.valid} [{total.lenient_correct}], {total.not_valid} not valid"
 
 
-def readme_text(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, list[str]]) -> str:
-    """README.md for the evidence folder, from its record, comparison, journals and audits."""
+def readme_text(
+    layout: Layout,
+    entrants: Sequence[Entrant],
+    audits: dict[str, list[str]],
+    sections: Sequence[str] = (),
+) -> str:
+    """README.md for the evidence folder, from its record, comparison, journals and audits.
+
+    ``sections``: lines placed after the result (``compare_effects``: what each difference is
+    made of, and the other runs of the design on record).
+    """
     from needlepoint.compare.record import read_comparison
     from needlepoint.jsonio import read_json
 
@@ -180,7 +208,7 @@ def readme_text(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, l
             f"{r.complete_cases} of {r.planned_cases} | {diff} | {_score(r, 'answer present')} | "
             f"{_score(r, 'answer absent')} | {_failures(r.protocol_failures)} |"
         )
-    out += ["", "Reasons, caveats and every cell: `comparison/comparison.md`.", ""]
+    out += ["", "Reasons, caveats and every cell: `comparison/comparison.md`.", "", *sections]
     out += ["## Timing (from each journal)", ""]
     out += ["| model | sessions | first request to last answer | median s/request by length |"]
     out += ["|---|---|---|---|"]
@@ -214,11 +242,11 @@ _FILES = (
         "analysis/<model>/",
         "the run's preregistered analysis, alone: `analysis.json`, `summary.md`, figures",
     ),
-    ("comparison/", "`comparison.json`, `comparison.md` and three figures (`compare`)"),
+    ("comparison/", "`comparison.json`, `comparison.md` and four figures (`compare`)"),
     ("01-design.ipynb", "the design: tables and the execution order (`figures/`)"),
     ("04-analysis-<model>.ipynb", "each run's analysis notebook"),
     ("07-compare.ipynb", "the comparison notebook"),
-    ("*.html, notebook-*.css, notebook-*.mjs", "the notebooks rendered, and their assets"),
+    ("*.html, notebook-*.css", "the notebooks rendered, and their stylesheet"),
 )
 
 
@@ -228,8 +256,16 @@ def _present(root: Path, shown: str) -> bool:
     return any(root.glob(first))
 
 
-def write_readme(layout: Layout, entrants: Sequence[Entrant], audits: dict[str, list[str]]) -> Path:
+def write_readme(
+    layout: Layout,
+    entrants: Sequence[Entrant],
+    audits: dict[str, list[str]],
+    sections: Sequence[str] = (),
+) -> Path:
     """Write README.md into the evidence folder."""
+    from needlepoint.jsonio import write_bytes_atomic
+
     path = layout.root / "README.md"
-    path.write_text(readme_text(layout, entrants, audits), encoding="utf-8")
+    text = readme_text(layout, entrants, audits, sections)
+    write_bytes_atomic(path, text.encode("utf-8"))
     return path

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from needlepoint.errors import NeedlepointError
 from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
 from needlepoint.pilot.folder import PilotRun, run_pilot
+from needlepoint.pilot.heldout import OnRecord
 from needlepoint.pilot.record import RUN_DIR
 from needlepoint.run.loop import RunSummary, run_protocol
 from needlepoint.run.settings import RunOptions
@@ -39,6 +41,39 @@ def resume_port(run_dir: Path) -> int | None:
     return parts.port if parts.hostname == "127.0.0.1" else None
 
 
+def check_before_serving(allow: int, timeout_s: float, progress: str) -> None:
+    """Every run option a served model does not decide, checked before any server starts."""
+    from needlepoint.run.settings import check_options
+
+    os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
+    check_options(
+        RunOptions(
+            allow=allow,
+            base_url="http://127.0.0.1:1/v1",  # the port is the server's; the shape is checked
+            model="served",
+            api_key_env=KEY_ENV,
+            min_gap_s=0,
+            override_reason=OVERRIDE_REASON,
+            timeout_s=timeout_s,
+            progress=progress,
+        )
+    )
+
+
+def check_compare_inputs(
+    protocol_path: Path, entrants: Sequence[Any], timeout_s: float, progress: str
+) -> None:
+    """Refuse a bad protocol file or run option before the evidence folder is created."""
+    from needlepoint.design.freeze import load_protocol
+    from needlepoint.local.model import model_spec
+
+    for entrant in entrants:
+        load_protocol(
+            protocol_path, model=model_spec(entrant.key).alias, body_profile=entrant.body_profile
+        )
+    check_before_serving(1, timeout_s, progress)
+
+
 @contextmanager
 def _served(
     model: str,
@@ -48,6 +83,7 @@ def _served(
     timeout_s: float,
     progress: str,
     label: str,
+    declaration: str | None = None,
 ) -> Iterator[tuple[RunOptions, Callable[[Path], None]]]:
     """Serve the model; yield the live run options and the token check for a prepared folder."""
     from needlepoint.local.server import served_model, server_facts
@@ -68,6 +104,7 @@ def _served(
             timeout_s=timeout_s,
             progress=progress,
             run_meta={"local_server": server_facts(server)},
+            declaration=declaration,
         )
 
         def token_check(prepared: Path) -> None:
@@ -87,16 +124,46 @@ def run_local_pilot(
     n_ctx: int | None = None,
     timeout_s: float = 300.0,
     progress: str = "auto",
+    declaration: str | None = None,
+    version: int | None = None,
+    records: tuple[OnRecord, ...] = (),
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> PilotRun:
-    """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it."""
+    """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it;
+    ``records`` and ``check``: what a new pilot must avoid on record (``run_pilot``)."""
     from needlepoint.pilot.folder import check_pilot_shape, load_design
 
     # Bad input is refused before a server starts.
     check_pilot_shape(load_design(protocol_file), lengths, cases)
+    _check_declaration(declaration)
+    check_before_serving(allow, timeout_s, progress)
     label = f"pilot-{Path(out_dir).name}"
     run_dir = Path(out_dir) / RUN_DIR
-    with _served(model, n_ctx, run_dir, allow, timeout_s, progress, label) as (options, check):
-        return run_pilot(protocol_file, out_dir, lengths, cases, options, before_run=check)
+    served = _served(model, n_ctx, run_dir, allow, timeout_s, progress, label, declaration)
+    # The token check must not shadow ``check``, the version check of what is on record.
+    with served as (options, token_check):
+        return run_pilot(
+            protocol_file,
+            out_dir,
+            lengths,
+            cases,
+            options,
+            before_run=token_check,
+            version=version,
+            records=records,
+            check=check,
+        )
+
+
+def _check_declaration(declaration: str | None) -> None:
+    """A bad declaration is refused before a server starts."""
+    if declaration is not None:
+        from needlepoint.run.declaration import read_declaration
+
+        if read_declaration(declaration).record.simulation:
+            raise NeedlepointError(
+                f"{declaration}: made on a simulated clock; a live run needs a real declaration"
+            )
 
 
 def run_local(
@@ -108,17 +175,18 @@ def run_local(
     n_ctx: int | None = None,
     timeout_s: float = 300.0,
     progress: str = "auto",
+    declaration: str | None = None,
 ) -> tuple[RunSummary, Any]:
     """Serve ``model`` and run (or resume) a prepared folder live; results.csv after it."""
     from needlepoint.run.results import write_results
     from needlepoint.run.settings import check_prepared
 
+    check_before_serving(allow, timeout_s, progress)
     check_prepared(prepared_dir)  # verify and audit before a server starts
+    _check_declaration(declaration)
     label = f"run-{Path(run_dir).name}"
-    with _served(model, n_ctx, Path(run_dir), allow, timeout_s, progress, label) as (
-        options,
-        check,
-    ):
+    served = _served(model, n_ctx, Path(run_dir), allow, timeout_s, progress, label, declaration)
+    with served as (options, check):
         check(Path(prepared_dir))
         summary = run_protocol(prepared_dir, run_dir, options)
     return summary, write_results(run_dir, prepared_dir)

@@ -33,7 +33,7 @@ def run_local_pipeline(
     n_ctx: int | None = None,
     timeout_s: float = 300.0,
     evidence_root: str | Path = "evidence",
-    notebooks_dir: str | Path = "notebooks",
+    notebooks_dir: str | Path | None = None,
     date: str | None = None,
 ) -> Path:
     """Serve the packaged model and run the pipeline live into ``evidence_root/<date>-<label>``."""
@@ -51,6 +51,11 @@ def run_local_pipeline(
         raise NeedlepointError(f"{protocol_path}: protocol file not found")
     date = date or dt.date.today().strftime("%Y%m%d")
     out = evidence_folder(evidence_root, label, date)  # refuses a label or date that escapes
+    from needlepoint.design.freeze import load_protocol
+
+    load_protocol(protocol_path)  # a bad protocol is refused before a server starts
+    if out.exists() and any(out.iterdir()):
+        raise NeedlepointError(f"{out}: already exists; choose another label")
     # Notebooks run inside the evidence folder, so they get the protocol file relative to it.
     relative_protocol = os.path.relpath(protocol_path.resolve(), out.resolve())
     os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)

@@ -31,6 +31,7 @@ from needlepoint.local.model import (
     model_spec,
     version_of,
 )
+from needlepoint.safeio import open_append
 
 FACTS_FORMAT = 1
 
@@ -161,7 +162,7 @@ def served_model(
         "--host", "127.0.0.1", "--port", str(port), "--model_alias", spec.alias,
         "--n_ctx", str(n_ctx), *extra_args,
     )  # fmt: skip
-    with _interrupt_on_sigterm(), open(log, "ab") as log_fh:
+    with _interrupt_on_sigterm(), open_append(log) as log_fh:
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,

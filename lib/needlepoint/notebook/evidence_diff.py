@@ -10,12 +10,17 @@ file that is not committed, fails like a changed byte: nothing goes unchecked si
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
+from needlepoint.safeio import open_read
+
+CHUNK = 1 << 20  # bytes compared at a time
 
 # Pattern (relative POSIX path; without "/" it matches top-level files only) -> why it may vary.
 NOT_COMPARED: dict[str, str] = {
@@ -25,10 +30,9 @@ NOT_COMPARED: dict[str, str] = {
     # written by `needlepoint pipeline` from the executed notebook after execution, not by a
     # notebook; what they show is the notebook's outputs, which nbval compares
     "*.html": "HTML renderings of the executed notebooks, made by the pipeline, not by them",
-    # the nbconvert template's stylesheet and scripts, shared by the renderings above and
-    # named by their own SHA-256
+    # the nbconvert template's stylesheet, shared by the renderings above and named by its
+    # own SHA-256
     "notebook-*.css": "the renderings' shared stylesheet, named by its SHA-256",
-    "notebook-*.mjs": "the renderings' shared scripts, named by their SHA-256",
     # provenance is the one run file that must differ: the wall-clock start and git commit
     "run/provenance.jsonl": "the run's wall-clock time and git commit",
     "compare/runs/*/provenance.jsonl": "each compared run's wall-clock time and git commit",
@@ -44,15 +48,37 @@ def _excluded(rel: str) -> str | None:
     return None
 
 
-def _files(folder: Path) -> list[str]:
-    """Every file under ``folder`` as a sorted relative POSIX path."""
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+def _files(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder`` that is not a folder: sorted relative POSIX path -> kind.
+
+    Symbolic links are listed as links and never followed (a link to a folder is not walked),
+    and so are FIFOs and other special files: an extra link is an extra file like any other.
+    """
+    found: dict[str, str] = {}
+    for top, dirs, names in os.walk(folder, followlinks=False):
+        here = Path(top)
+        for name in [*names, *(d for d in dirs if (here / d).is_symlink())]:
+            mode = os.lstat(here / name).st_mode
+            kind = "file" if stat.S_ISREG(mode) else "special file"
+            found[(here / name).relative_to(folder).as_posix()] = (
+                "symbolic link" if stat.S_ISLNK(mode) else kind
+            )
+    return dict(sorted(found.items()))
 
 
-def _first_difference(a: bytes, b: bytes) -> int:
-    """The offset of the first differing byte (the shorter length when one is a prefix)."""
-    pairs = enumerate(zip(a, b, strict=False))
-    return next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+def _first_difference(a: Path, b: Path) -> int | None:
+    """The offset of the first differing byte (None when equal; the shorter length when one is
+    a prefix), read a chunk at a time: a file of gigabytes costs two chunks of memory."""
+    offset = 0
+    with open_read(a) as fa, open_read(b) as fb:
+        while True:
+            x, y = fa.read(CHUNK), fb.read(CHUNK)
+            if x != y:
+                pairs = enumerate(zip(x, y, strict=False))
+                return offset + next((i for i, (p, q) in pairs if p != q), min(len(x), len(y)))
+            if not x:
+                return None
+            offset += len(x)
 
 
 @dataclass(frozen=True)
@@ -96,17 +122,22 @@ def diff_evidence(committed: str | Path, regenerated: str | Path) -> EvidenceDif
     for folder in (base, new):
         if not folder.is_dir():
             raise NeedlepointError(f"{folder}: not a folder")
-    old_files = _files(base)
-    new_files = set(_files(new))
+    old_kinds, new_kinds = _files(base), _files(new)
+    old_files, new_files = list(old_kinds), set(new_kinds)
     expected = [rel for rel in old_files if not _excluded(rel)]
     compared = [rel for rel in expected if rel in new_files]
     differing, details = [], {}
     for rel in compared:
-        a, b = (base / rel).read_bytes(), (new / rel).read_bytes()
-        if a != b:
+        kinds = (old_kinds[rel], new_kinds[rel])
+        if kinds != ("file", "file"):
+            differing.append(rel)
+            details[rel] = f"a {kinds[0]} committed, a {kinds[1]} now; only files compare equal"
+            continue
+        at = _first_difference(base / rel, new / rel)
+        if at is not None:
             differing.append(rel)
             details[rel] = (
-                f"first difference at byte {_first_difference(a, b)}; sha256 "
+                f"first difference at byte {at}; sha256 "
                 f"{file_sha256(base / rel)[:16]} committed, {file_sha256(new / rel)[:16]} now"
             )
     return EvidenceDiff(

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.notebook.html import render_html
+from needlepoint.notebook.kernel import KERNEL, ensure_kernel, kernel_config, quiet_manager_class
 
 NOTEBOOKS = (
     "01-design",
@@ -28,7 +30,6 @@ NOTEBOOKS = (
     "07-compare",
     "08-pilot",
 )
-KERNEL = "needlepoint"
 PILOT_NOTEBOOK = "08-pilot"
 
 
@@ -36,13 +37,18 @@ class PipelineFailed(NeedlepointError):
     """A notebook cell failed: the chain stopped and the partial notebook was kept."""
 
 
-_LABEL = re.compile(r"[a-z0-9][a-z0-9-]{0,60}")
+MAX_LABEL = 61
+_LABEL = re.compile(rf"[a-z0-9][a-z0-9-]{{0,{MAX_LABEL - 1}}}")
 
 
 def check_label(label: str) -> None:
     """An evidence folder label: lower-case letters, digits and dashes (it names a folder)."""
     if not _LABEL.fullmatch(label):
-        raise NeedlepointError(f"label {label!r}: use lower-case letters, digits and dashes")
+        size = f"; it has {len(label)}" if len(label) > MAX_LABEL else ""
+        raise NeedlepointError(
+            f"label {label[:80]!r}: use 1 to {MAX_LABEL} lower-case letters, digits and dashes, "
+            f"starting with a letter or digit{size}"
+        )
 
 
 def check_date(date: str) -> None:
@@ -53,6 +59,37 @@ def check_date(date: str) -> None:
         dt.datetime.strptime(date, "%Y%m%d")
     except ValueError:
         raise NeedlepointError(f"--date {date!r}: not a calendar date") from None
+
+
+# Where `needlepoint pipeline` (and `make run`) write by default: a folder git ignores, so that
+# evidence/ holds only what is committed. Committed evidence is written with --evidence-root.
+DEFAULT_ROOT = "runs"
+
+
+def notebooks_folder(given: str | Path | None) -> Path:
+    """The notebooks to execute: ``given``, else ``./notebooks``, else the repository's.
+
+    From a checkout installed in development mode (``make setup``) the package knows the
+    repository's ``notebooks/`` beside its ``lib/``, so the pipeline runs from any folder; a
+    plain package install ships no notebooks, and then the message says what to give.
+    """
+    if given is not None:
+        folder = Path(given)
+        if not folder.is_dir():
+            raise NeedlepointError(f"--notebooks {folder}: no such folder")
+        return folder
+    here = Path("notebooks")
+    if (here / f"{NOTEBOOKS[0]}.ipynb").is_file():
+        return here
+    import needlepoint
+
+    beside = Path(needlepoint.__file__).resolve().parents[2] / "notebooks"
+    if (beside / f"{NOTEBOOKS[0]}.ipynb").is_file():
+        return beside
+    raise NeedlepointError(
+        "no notebooks here (./notebooks) and none beside the installed package: run from the "
+        "repository root, or give --notebooks DIR (the repository's notebooks/ folder)"
+    )
 
 
 def evidence_folder(evidence_root: str | Path, label: str, date: str | None) -> Path:
@@ -66,30 +103,6 @@ def evidence_folder(evidence_root: str | Path, label: str, date: str | None) -> 
         date = dt.date.today().strftime("%Y%m%d")
     check_date(date)
     return Path(evidence_root) / f"{date}-{label}"
-
-
-def ensure_kernel() -> None:
-    """Install the pinned `needlepoint` kernelspec into this environment if it is missing."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    if KERNEL not in KernelSpecManager().find_kernel_specs():
-        from ipykernel.kernelspec import install
-
-        install(prefix=sys.prefix, kernel_name=KERNEL, display_name=KERNEL)
-
-
-def kernel_config() -> Any:
-    """Kernel-manager settings for papermill: CurveZMQ-encrypted kernel channels.
-
-    With keys provisioned by the manager the kernel no longer warns, once per notebook, that
-    it runs over TCP without encryption. A pyzmq built without Curve keeps the default (and
-    the kernel's warning, which is then true).
-    """
-    import zmq
-    from traitlets.config import Config
-
-    policy = "auto" if zmq.has("curve") else "disabled"
-    return Config({"KernelManager": {"transport_encryption": policy}})
 
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
@@ -116,65 +129,46 @@ def plan_parameters(
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise NeedlepointError(f"no notebook has a parameter named {unknown[0]!r}")
+    for nb, params in declared.items():
+        for name in sorted(set(overrides) & set(params)):
+            check_override(nb.stem, name, overrides[name], params[name])
     return [(nb, {k: v for k, v in overrides.items() if k in declared[nb]}) for nb in notebooks]
 
 
-# Inline assets of the nbconvert template's <head>: identical on every page.
-_HEAD_ASSETS = (
-    (
-        re.compile(r"<style[^>]*>\n?(.*?)</style>\n?", re.S),
-        "css",
-        '<link rel="stylesheet" href="{}">',
-    ),
-    (
-        re.compile(r'<script type="module">\n?(.*?)</script>\n?', re.S),
-        "mjs",
-        '<script type="module" src="{}"></script>',
-    ),
-)
+_KINDS = ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "a string"))
+_KINDS += ((list, "a JSON list"), (dict, "a JSON object"))
 
 
-def _externalise(head: str, folder: Path) -> str:
-    """Move the head's inline styles and module scripts to files named by their SHA-256."""
-    from needlepoint.jsonio import sha256_hex
+def check_override(notebook: str, name: str, value: Any, default_text: str) -> None:
+    """A -p value of the type its parameter's default has, checked before any notebook runs
+    (``-p allow abc`` once ran two notebooks and left an evidence folder before failing)."""
+    import ast
 
-    for pattern, suffix, tag in _HEAD_ASSETS:
-        parts = pattern.split(head)
-        content = "".join(parts[1::2])
-        if not content:
-            continue
-        asset = folder / f"notebook-{sha256_hex(content.encode('utf-8'))[:16]}.{suffix}"
-        if not asset.exists():
-            asset.write_text(content, encoding="utf-8")
-        # split() alternates text and captured content: keep the text, one link in place of all
-        head = parts[0] + tag.format(asset.name) + "\n" + "".join(parts[2::2])
-    return head
-
-
-def render_html(notebook: Path) -> Path:
-    """An HTML rendering beside the executed notebook, for readers without Jupyter.
-
-    The template's stylesheet and scripts (about 290 KB) are written once per evidence folder,
-    named by their SHA-256, and linked, instead of being copied into every page.
-    """
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
-    cut = body.find("</head>")
-    if cut >= 0:
-        body = _externalise(body[:cut], notebook.parent) + body[cut:]
-    out = notebook.with_suffix(".html")
-    out.write_text(body, encoding="utf-8")
-    return out
+    try:
+        default = ast.literal_eval(default_text)
+    except (ValueError, SyntaxError):
+        return  # not a literal: nothing to compare with
+    if value is None:
+        return  # null switches a parameter off, whatever its type
+    for kind, words in _KINDS:
+        if isinstance(default, kind):
+            ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+            if kind is float:
+                ok = ok or (isinstance(value, int) and not isinstance(value, bool))
+            if not ok:
+                raise NeedlepointError(
+                    f"-p {name} {json.dumps(value)[:60]}: {notebook}'s parameter {name} takes "
+                    f"{words} (default {default_text[:40]}); nothing was run"
+                )
+            return
 
 
 def run_pipeline(
     label: str,
     overrides: dict[str, Any] | None = None,
     *,
-    evidence_root: str | Path = "evidence",
-    notebooks_dir: str | Path = "notebooks",
+    evidence_root: str | Path = DEFAULT_ROOT,
+    notebooks_dir: str | Path | None = None,
     date: str | None = None,
     only: list[str] | None = None,
     timings: dict[str, float] | None = None,
@@ -182,6 +176,8 @@ def run_pipeline(
 ) -> Path:
     """Execute the notebooks into ``evidence_root/<date>-<label>/`` and return that folder.
 
+    ``notebooks_dir`` defaults to ``notebooks_folder(None)``: the repository's notebooks, found
+    from the working directory or from the installed package, so it works from anywhere.
     ``timings``, when given, receives each notebook's wall seconds (execution plus HTML).
     ``before`` maps a notebook name to a check run on the evidence folder just before it; a
     check that raises stops the chain there (e.g. a token-count check before a live run).
@@ -192,10 +188,11 @@ def run_pipeline(
             f"{out}: already exists; choose another label (nothing is overwritten)"
         )
     names = [n for n in NOTEBOOKS if only is None or n in only]
-    sources = [Path(notebooks_dir) / f"{n}.ipynb" for n in names]
+    folder = notebooks_folder(notebooks_dir)
+    sources = [folder / f"{n}.ipynb" for n in names]
     for src in sources:
         if not src.is_file():
-            raise NeedlepointError(f"{src}: notebook not found (run from the repository root)")
+            raise NeedlepointError(f"{src}: notebook not found in --notebooks {folder}")
     routed = plan_parameters(sources, overrides or {})
     ensure_kernel()
     out.mkdir(parents=True, exist_ok=True)
@@ -203,11 +200,15 @@ def run_pipeline(
         target = out / src.name
         if before and src.stem in before:
             before[src.stem](out)
-        print(f"[{i}/{len(routed)}] {src.stem}", end=" ", flush=True)
+        step = f"[{i}/{len(routed)}] {src.stem}"
+        print(step, end="", flush=True)
         seconds = execute_notebook(src, target, params, out)
         if timings is not None:
             timings[src.stem] = seconds
-        print(f"ok ({seconds:.1f} s)")
+        # A run's progress bar may have drawn over this line on the terminal (and cleared it):
+        # on a terminal the line is written again whole.
+        again = f"\r{step}" if sys.stdout.isatty() else ""
+        print(f"{again} ok ({seconds:.1f} s)")
     return out
 
 
@@ -231,9 +232,10 @@ def execute_notebook(src: Path, target: Path, params: dict[str, Any], cwd: Path)
             log_output=False,
             report_mode=False,
             config=kernel_config(),
+            kernel_manager_class=quiet_manager_class(),
         )
     except PapermillExecutionError as exc:
-        print("FAILED")
+        print(" FAILED")
         raise PipelineFailed(
             f"{src.name} failed in cell {exc.cell_index} (execution count {exc.exec_count}): "
             f"{exc.ename}: {exc.evalue.splitlines()[0] if exc.evalue else ''}; "

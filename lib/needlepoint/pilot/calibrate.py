@@ -6,8 +6,10 @@ The rules (docs/pilot.md) are fixed before the pilot is read:
    protocol-failure rate ``f`` leaves complete pairs, ``(1 − f)^8 >= min_pair_complete`` (the
    probability that all eight requests of a case at that length are valid), and it has valid
    answers under M (low similarity) and A. The calibrated design takes every qualifying length.
-2. The pilot's accuracies over those lengths (B, M under low similarity, E, A) and its failure
-   rate feed ``PowerModel``; the design's runner stops after its consecutive-failure limit.
+2. The pilot's accuracies over those lengths, per similarity (B, E and A under each, M under
+   low), and its failure rate feed ``PowerModel``; the design's runner stops after its
+   consecutive-failure limit. An effect above the largest those rates allow (high-similarity M
+   at 0) is refused with the reason: no case count can power it.
 3. The recommended count is the smallest multiple of the number of orders, up to
    ``max_cases`` (and ``max_requests`` planned requests, when given), whose simulated power at
    ``effect`` reaches ``target_power`` while the mean number of complete cases is at least
@@ -28,30 +30,20 @@ from needlepoint.design import protocol as protocol_mod
 from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.pilot import calibration_record as cr
+from needlepoint.pilot.calibration_limits import (
+    REQUESTS_PER_PAIR,
+    CalibrationOptions,
+    case_bound,
+    check_effect,
+    check_options,
+    check_search,
+)
 from needlepoint.pilot.folder import read_design
-from needlepoint.pilot.heldout import calibrated_seed
+from needlepoint.pilot.heldout import OnRecord, calibrated_seed
+from needlepoint.pilot.rates import pilot_model, unattainable
 from needlepoint.pilot.record import PREPARED_DIR, RUN_DIR, design_ref, read_pilot_record
-from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
+from needlepoint.pilot.stats import LengthCounts, length_counts
 from needlepoint.schema import to_plain
-
-REQUESTS_PER_PAIR = 8  # two similarity blocks of four conditions
-
-
-@dataclass(frozen=True)
-class CalibrationOptions:
-    """What `calibrate` is asked for: the rules' parameters and the new version number."""
-
-    band_low: float = 0.6
-    band_high: float = 0.95
-    min_pair_complete: float = 0.5
-    effect: float = 0.2
-    target_power: float = 0.8
-    complete_margin: int = 2
-    max_cases: int = 128
-    max_requests: int | None = None
-    simulations: int = 1000
-    seed: int = 20260930
-    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -60,26 +52,6 @@ class Calibration:
 
     record: cr.CalibrationRecord
     protocol: dict[str, Any] | None
-
-
-def check_options(o: CalibrationOptions) -> None:
-    """Refuse parameters the rules cannot use, with one line naming the parameter."""
-    if not 0 <= o.band_low < o.band_high <= 1:
-        raise NeedlepointError(f"--band {o.band_low:g},{o.band_high:g}: need 0 <= LOW < HIGH <= 1")
-    if not 0 < o.min_pair_complete <= 1 or not 0 < o.target_power < 1:
-        raise NeedlepointError("min_pair_complete and target_power must lie in (0, 1)")
-    if o.max_cases < 1 or o.simulations < 1 or o.complete_margin < 1 or (o.max_requests or 1) < 1:
-        raise NeedlepointError("--max-cases, --simulations and the margin must be positive")
-
-
-def check_effect(o: CalibrationOptions, threshold: float) -> None:
-    """The effect must exceed the design's threshold, or 80% power is out of reach."""
-    if not threshold < o.effect <= 1:
-        raise NeedlepointError(
-            f"--effect {o.effect:g} must exceed the threshold {threshold:g}: at an effect equal "
-            "to the threshold the estimate falls below it about half the time, so power "
-            "never reaches 80% there, whatever the count"
-        )
 
 
 def verdict_of(c: LengthCounts, o: CalibrationOptions) -> cr.LengthVerdict:
@@ -113,14 +85,9 @@ def calibrated_protocol(
     p = copy.deepcopy(design)
     p.update(version=version, lengths=list(lengths), cases=cases)
     p["seeds"] = dict(design["seeds"], materials=seed)
-    p.pop("rationale", None)
+    for free in ("rationale", "materials_reuse"):  # the design's own, not the new version's
+        p.pop(free, None)
     return p
-
-
-def case_bound(o: CalibrationOptions, lengths: tuple[int, ...]) -> int:
-    """The largest count the search may try: ``max_cases``, or fewer within ``max_requests``."""
-    per_case = len(lengths) * REQUESTS_PER_PAIR
-    return o.max_cases if o.max_requests is None else min(o.max_cases, o.max_requests // per_case)
 
 
 def _search(
@@ -151,28 +118,6 @@ def threshold_power(model: PowerModel, o: CalibrationOptions, protocol: dict[str
     return float(power_grid(model, study, protocol)["power"].iloc[0])
 
 
-def pilot_model(
-    inp: AnalysisInput, lengths: tuple[int, ...], design: dict[str, Any]
-) -> PowerModel | str:
-    """Rule 2: the power model of the pilot's accuracies over the chosen lengths.
-
-    Returns the reason instead when a condition has no valid answer over those lengths.
-    """
-    p = pooled(inp.outcomes, lengths)
-    acc = {k: p[k].estimate for k in ("B", "M", "E", "A", "failure")}
-    missing = [k for k, v in acc.items() if v is None]
-    if missing:
-        return f"no valid {missing[0]} answer at lengths {', '.join(map(str, lengths))}"
-    return PowerModel(
-        acc_b=float(acc["B"] or 0),
-        acc_m=float(acc["M"] or 0),
-        acc_e=float(acc["E"] or 0),
-        acc_a=float(acc["A"] or 0),
-        failure_rate=float(acc["failure"] or 0),
-        stop_after=int(design["runner"]["max_consecutive_failures"]),
-    )
-
-
 def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInput]:
     """The pilot's record, its design and its validated rows (the run audited first)."""
     from needlepoint.run.audit import audit_run
@@ -182,16 +127,30 @@ def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInpu
     design = read_design(folder, record)
     audit = audit_run(folder / RUN_DIR)
     if not audit.ok:
-        raise NeedlepointError(f"{folder / RUN_DIR}: fails audit-run: {audit.lines()[-1]}")
+        shown = "; ".join(audit.problems[:3])
+        more = f"; and {len(audit.problems) - 3} more" if len(audit.problems) > 3 else ""
+        raise NeedlepointError(
+            f"{folder / RUN_DIR}: fails audit-run with {len(audit.problems)} problem(s): "
+            f"{shown}{more}"
+        )
     return record, design, from_run(folder / RUN_DIR, pilot=True)
 
 
-def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) -> Calibration:
-    """Read a pilot folder and apply the rules; the protocol is None unless one is recommended."""
+def calibrate(
+    pilot_dir: str | Path,
+    options: CalibrationOptions | None = None,
+    records: tuple[OnRecord, ...] = (),
+) -> Calibration:
+    """Read a pilot folder and apply the rules; the protocol is None unless one is recommended.
+
+    ``records``: the designs already run under the evidence root; the new version's materials
+    seed avoids them as it avoids the pilot (docs/pilot.md).
+    """
     o = options or CalibrationOptions()
     check_options(o)
     record, design, inp = load_pilot(pilot_dir)
     check_effect(o, float(design["analysis"]["threshold"]))
+    check_search(o, len(design["orders"]))
     version = o.version if o.version is not None else design["version"] + 2
     if version in (design["version"], record.protocol_version) or version < 1:
         raise NeedlepointError(
@@ -229,24 +188,34 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
     if not chosen:
         reason = "; ".join(f"{v.length}: {v.reason}" for v in verdicts)
         rec = cr.CalibrationRecord(
-            **base, power_model=None, **empty, **none, verdict=cr.NO_LENGTH, reason=reason
+            **base,
+            power_model=None,
+            largest_effect=None,
+            **empty,
+            **none,
+            verdict=cr.NO_LENGTH,
+            reason=reason,
         )
         return Calibration(rec, None)
     model = pilot_model(inp, chosen, design)
     if isinstance(model, str):
         rec = cr.CalibrationRecord(
-            **base, power_model=None, **empty, **none, verdict=cr.NO_LENGTH, reason=model
+            **base,
+            power_model=None,
+            largest_effect=None,
+            **empty,
+            **none,
+            verdict=cr.NO_LENGTH,
+            reason=model,
         )
         return Calibration(rec, None)
-    if model.acc_m < o.effect:
-        reason = (
-            f"middle accuracy {model.acc_m:.3f} (low similarity, lengths "
-            f"{', '.join(map(str, chosen))}) is below the effect {o.effect:g}: "
-            "a middle loss that large cannot occur"
-        )
+    largest = dict(largest_effect=model.largest_effect)
+    why = unattainable(model, o.effect, chosen)
+    if why is not None:
         rec = cr.CalibrationRecord(
-            **base, power_model=model, **empty, **none, verdict=cr.MIDDLE_TOO_LOW, reason=reason
-        )
+            **base, power_model=model, **largest, **empty, **none,
+            verdict=cr.ABOVE_ATTAINABLE, reason=why,
+        )  # fmt: skip
         return Calibration(rec, None)
     rows, cases = _search(model, o, design, chosen)
     if cases is None:
@@ -259,7 +228,8 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
             + ("" if best is None else f" (best {best.power:.3f} at {best.cases} cases)")
         )
         rec = cr.CalibrationRecord(
-            **base, power_model=model, power_table=tuple(rows), power_at_threshold=None,
+            **base, power_model=model, **largest, power_table=tuple(rows),
+            power_at_threshold=None,
             recommended_cases=None, **none, verdict=cr.NOT_REACHED, reason=reason,
         )  # fmt: skip
         return Calibration(rec, None)
@@ -268,6 +238,7 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
         design["seeds"]["materials"],
         pilot_protocol,
         lambda s: calibrated_protocol(design, chosen, cases, s, version),
+        records,
     )
     protocol = calibrated_protocol(design, chosen, cases, seed.seed, version)
     reason = (
@@ -275,7 +246,7 @@ def calibrate(pilot_dir: str | Path, options: CalibrationOptions | None = None) 
         f"{rows[-1].power:.3f} at effect {o.effect:g}"
     )
     rec = cr.CalibrationRecord(
-        **base, power_model=model, power_table=tuple(rows),
+        **base, power_model=model, **largest, power_table=tuple(rows),
         power_at_threshold=threshold_power(model, o, protocol), recommended_cases=cases,
         protocol_version=version, materials_seed=seed, verdict=cr.RECOMMENDED, reason=reason,
     )  # fmt: skip

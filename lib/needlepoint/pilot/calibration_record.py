@@ -16,12 +16,12 @@ from needlepoint.pilot.record import DesignRef, HeldOutSeed
 from needlepoint.pilot.stats import LengthCounts
 
 CALIBRATION_FORMAT = "needlepoint-calibration"
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
 CALIBRATION_KIND = "calibration"
 # Verdicts: only "recommended" writes a protocol.
 RECOMMENDED = "recommended"
 NO_LENGTH = "no length qualifies"
-MIDDLE_TOO_LOW = "middle accuracy below the effect"
+ABOVE_ATTAINABLE = "effect above the largest attainable"
 NOT_REACHED = "power not reached"
 
 
@@ -71,6 +71,7 @@ class PowerRow:
     cases: int
     effect: float
     power: float
+    power_se: float
     not_evaluable: float
     mean_complete_cases: float
     simulations: int
@@ -82,6 +83,7 @@ class PowerRow:
             int(row["cases"]),
             float(row["effect"]),
             float(row["power"]),
+            float(row["power_se"]),
             float(row["not_evaluable"]),
             float(row["mean_complete_cases"]),
             int(row["simulations"]),
@@ -103,6 +105,7 @@ class CalibrationRecord:
     verdicts: tuple[LengthVerdict, ...]
     chosen_lengths: tuple[int, ...]
     power_model: PowerModel | None
+    largest_effect: float | None
     power_table: tuple[PowerRow, ...]
     power_at_threshold: float | None
     recommended_cases: int | None

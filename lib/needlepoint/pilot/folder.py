@@ -22,7 +22,7 @@ from needlepoint.design.freeze import prepare_protocol
 from needlepoint.design.prepared import load_prepared, protocol_bytes
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json, write_bytes_atomic
-from needlepoint.pilot.heldout import pilot_seed
+from needlepoint.pilot.heldout import OnRecord, pilot_seed
 from needlepoint.pilot.record import (
     PILOT_FORMAT,
     PILOT_KIND,
@@ -40,7 +40,7 @@ from needlepoint.pilot.record import (
 )
 from needlepoint.run.loop import RunSummary, run_protocol
 from needlepoint.run.results import write_results
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.settings import RunOptions, check_options
 from needlepoint.schema import to_plain
 
 DESIGN_NAME = "design.json"
@@ -59,14 +59,16 @@ def pilot_protocol(
     cases: int,
     seed: int,
     rationale: PilotRationale | None = None,
+    version: int | None = None,
 ) -> dict[str, Any]:
-    """The design on held-out materials: other seed, the pilot's lengths and cases, next version.
+    """The design on held-out materials: other seed, the pilot's lengths and cases, and the
+    next version (or ``version``, when the next one belongs to another design on record).
 
     Everything else (model, templates, runner, analysis) stays the design's, so the pilot
     measures the task the design will run.
     """
     p = copy.deepcopy(design)
-    p["version"] = design["version"] + 1
+    p["version"] = design["version"] + 1 if version is None else version
     p["lengths"] = list(lengths)
     p["cases"] = cases
     p["seeds"] = dict(design["seeds"], materials=seed)
@@ -78,6 +80,7 @@ def pilot_protocol(
         p["rationale"] = to_plain(rationale)
     else:
         p.pop("rationale", None)
+    p.pop("materials_reuse", None)  # the design's reason covers the design's materials only
     return p
 
 
@@ -113,14 +116,32 @@ class PilotRun:
 
 
 def create_pilot(
-    out: Path, design: dict[str, Any], lengths: tuple[int, ...], cases: int
+    out: Path,
+    design: dict[str, Any],
+    lengths: tuple[int, ...],
+    cases: int,
+    version: int | None = None,
+    records: tuple[OnRecord, ...] = (),
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> PilotRecord:
-    """Prepare a new pilot folder: held-out seed, prepared folder, then pilot.json."""
+    """Prepare a new pilot folder: held-out seed, prepared folder, then pilot.json.
+
+    ``records``: the designs run under the evidence root, which the pilot's materials avoid;
+    ``check`` is called with the pilot protocol before anything is written (and may refuse it).
+    """
     check_pilot_shape(design, lengths, cases)
+    if version is not None and version == design["version"]:
+        raise NeedlepointError(
+            f"--version {version}: a pilot's version must differ from the design's"
+        )
     ref = design_ref(design)
-    seed = pilot_seed(design, lambda s: pilot_protocol(design, lengths, cases, s))
+    seed = pilot_seed(
+        design, lambda s: pilot_protocol(design, lengths, cases, s, None, version), records
+    )
     rationale = PilotRationale(kind=PILOT_KIND, design=ref, materials_seed=seed)
-    protocol = pilot_protocol(design, lengths, cases, seed.seed, rationale)
+    protocol = pilot_protocol(design, lengths, cases, seed.seed, rationale, version)
+    if check is not None:
+        check(protocol)
     prepare_protocol(out / PREPARED_DIR, protocol)
     write_bytes_atomic(out / DESIGN_NAME, protocol_bytes(design))
     record = PilotRecord(
@@ -141,7 +162,9 @@ def create_pilot(
     return record
 
 
-def _check_same(record: PilotRecord, ref: DesignRef, lengths: tuple[int, ...], cases: int) -> None:
+def _check_same(
+    record: PilotRecord, ref: DesignRef, lengths: tuple[int, ...], cases: int, version: int | None
+) -> None:
     if record.design.protocol_sha256 != ref.protocol_sha256:
         raise NeedlepointError(
             f"{PILOT_NAME}: this pilot calibrates another design ({record.design.protocol_id} "
@@ -153,6 +176,11 @@ def _check_same(record: PilotRecord, ref: DesignRef, lengths: tuple[int, ...], c
             f"{PILOT_NAME}: this pilot has lengths {','.join(map(str, record.lengths))} and "
             f"{record.cases} cases; use a new --out for another shape"
         )
+    if version is not None and version != record.protocol_version:
+        raise NeedlepointError(
+            f"{PILOT_NAME}: this pilot's protocol is v{record.protocol_version}, not "
+            f"--version {version}; use a new --out"
+        )
 
 
 def run_pilot(
@@ -162,30 +190,57 @@ def run_pilot(
     cases: int,
     options: RunOptions,
     before_run: Callable[[Path], None] | None = None,
+    version: int | None = None,
+    records: tuple[OnRecord, ...] = (),
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> PilotRun:
     """Create (or resume) a pilot folder and run it; results.csv is written after the session.
 
     ``before_run`` is called with the pilot's prepared folder before any request (a local
-    server's token check, say); when it raises, nothing is sent.
+    server's token check, say); when it raises, nothing is sent. ``version``: the pilot
+    protocol's version (default: the design's + 1). ``records``: the designs run under the
+    evidence root, which a new pilot's materials avoid (a resumed pilot keeps its own);
+    ``check`` may refuse the new pilot's protocol before anything is written.
     """
     out = Path(out_dir)
     design = load_design(protocol_path)
     if protocol_mod.is_pilot(design):
         raise NeedlepointError(f"{protocol_path}: is a pilot's protocol; pilot the design itself")
+    check_options(options)  # a refused run creates no pilot folder
     resumed = (out / PILOT_NAME).exists()
     if resumed:
         record = read_pilot_record(out)
-        _check_same(record, design_ref(design), lengths, cases)
+        _check_same(record, design_ref(design), lengths, cases, version)
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise NeedlepointError(f"{out}: exists, is not empty and has no {PILOT_NAME}")
     else:
-        record = create_pilot(out, design, lengths, cases)
-    if before_run is not None:
-        before_run(out / PREPARED_DIR)
+        existed = out.exists()
+        record = create_pilot(out, design, lengths, cases, version, records, check)
     meta = {**(options.run_meta or {}), "pilot": True}
-    summary = run_protocol(out / PREPARED_DIR, out / RUN_DIR, replace(options, run_meta=meta))
+    try:
+        if before_run is not None:
+            before_run(out / PREPARED_DIR)
+        summary = run_protocol(out / PREPARED_DIR, out / RUN_DIR, replace(options, run_meta=meta))
+    except BaseException:
+        if not resumed and not (out / RUN_DIR / "run.json").exists():
+            _remove_new(out, existed)  # refused before its first request: nothing to keep
+        raise
     write_results(out / RUN_DIR)
     return PilotRun(out, record, summary, resumed)
+
+
+def _remove_new(out: Path, keep_folder: bool) -> None:
+    """Remove a pilot folder this command created (an empty folder given by the user stays)."""
+    import shutil
+
+    if not keep_folder:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for child in sorted(out.iterdir()):
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def read_design(folder: Path, record: PilotRecord) -> dict[str, Any]:
@@ -201,7 +256,12 @@ def read_design(folder: Path, record: PilotRecord) -> dict[str, Any]:
     protocol_mod.validate(design, str(path))
     rationale = PilotRationale(PILOT_KIND, record.design, record.materials_seed)
     expected = pilot_protocol(
-        design, record.lengths, record.cases, record.materials_seed.seed, rationale
+        design,
+        record.lengths,
+        record.cases,
+        record.materials_seed.seed,
+        rationale,
+        record.protocol_version,
     )
     prepared = load_prepared(folder / PREPARED_DIR)
     if prepared.protocol != expected or prepared.fingerprint != record.prepared_fingerprint:

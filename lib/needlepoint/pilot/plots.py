@@ -15,6 +15,8 @@ from needlepoint.pilot.calibrate import REQUESTS_PER_PAIR
 
 _SERIES = (
     ("end", "end (B and E)", "#2166ac", "o"),
+    ("end_low", "end, low similarity", "#92c5de", "v"),
+    ("end_high", "end, high similarity", "#053061", "D"),
     ("middle", "middle (M, low similarity)", "#b2182b", "s"),
     ("refusal", "refusal (A)", "#4d9221", "^"),
 )
@@ -47,12 +49,13 @@ def accuracy_by_length(rec: cr.CalibrationRecord, path: str | Path) -> Path:
     title = "Pilot: accuracy by length with 95% exact intervals"
     lengths = [c.length for c in rec.lengths]
     xs = list(range(len(lengths)))
-    with stable_figure((7.5, 5.2), (0.8, 2.3, 0.5, 0.6), title, rec.pilot.simulation, path) as fig:
+    # The bottom margin holds two-line ticks (length, chosen or excluded) and the axis label.
+    with stable_figure((7.5, 5.5), (0.8, 2.3, 0.5, 0.95), title, rec.pilot.simulation, path) as fig:
         top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
         r = rec.rules
         top.axhspan(r.band_low, r.band_high, color="#fee08b", alpha=0.5, label="band (end)")
         for k, (name, label, color, marker) in enumerate(_SERIES):
-            shifted = [x + 0.08 * (k - 1) for x in xs]
+            shifted = [x + 0.07 * (k - (len(_SERIES) - 1) / 2) for x in xs]
             _errorbars(top, shifted, [getattr(c, name) for c in rec.lengths], color, marker, label)
         top.set_ylim(-0.03, 1.03)
         top.set_ylabel("accuracy (correct / valid)")
@@ -118,6 +121,11 @@ def power_curve(table: Any, rec: cr.CalibrationRecord, path: str | Path) -> Path
         ax.axhline(r.target_power, color="grey", ls=":", lw=1, label=f"{r.target_power:.0%}")
         ax.axvline(r.threshold, color="#b2182b", ls="--", lw=1, label=f"threshold {r.threshold:g}")
         ax.axvline(r.effect, color="#1a9850", ls="-.", lw=1, label=f"effect {r.effect:g}")
+        if rec.largest_effect is not None:
+            ax.axvline(
+                rec.largest_effect, color="black", ls=":", lw=1.2,
+                label=f"largest attainable {rec.largest_effect:.3g}",
+            )  # fmt: skip
         ax.set_xlabel("added middle loss under high similarity (true difference)")
         ax.set_ylabel("P(supported)")
         ax.set_ylim(-0.02, 1.02)

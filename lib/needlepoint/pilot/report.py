@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from needlepoint.pilot import calibration_record as cr
+from needlepoint.pilot.heldout import RECORD_RULE
 
 SIMULATED = "SIMULATED pilot - not a model result"
 
@@ -31,7 +32,7 @@ def table_rows(rec: cr.CalibrationRecord) -> list[dict[str, Any]]:
     rows = []
     for c, v in zip(rec.lengths, rec.verdicts, strict=True):
         row: dict[str, Any] = {"length": c.length}
-        for name in ("end", "middle", "middle_high", "refusal", "failures"):
+        for name in ("end", "end_low", "end_high", "middle", "middle_high", "refusal", "failures"):
             p = getattr(c, name)
             row[name] = f"{p.successes}/{p.trials}"
             row[f"{name}_rate"] = p.estimate
@@ -58,7 +59,8 @@ def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
     lines = _head(rec)
     for c, v in zip(rec.lengths, rec.verdicts, strict=True):
         lines.append(
-            f"length {c.length}: end {c.end.text()}; middle (low) {c.middle.text()}; "
+            f"length {c.length}: end {c.end.text()} (low {c.end_low.text()}, high "
+            f"{c.end_high.text()}); middle (low) {c.middle.text()}; "
             f"middle (high, not used) {c.middle_high.text()}; refusal {c.refusal.text()}; "
             f"failures {c.failures.text()}"
             + (
@@ -71,13 +73,20 @@ def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
         lines.append(f"  -> {'QUALIFIES' if v.qualifies else 'excluded'}: {v.reason}")
     m = rec.power_model
     if m is not None:
+        high_m = "—" if m.high_m is None else f"{m.high_m:.3f}"
         lines.append(
-            f"power model (pilot, lengths {', '.join(map(str, rec.chosen_lengths))}): B "
-            f"{m.acc_b:.3f}, M {m.acc_m:.3f}, E {m.acc_e:.3f}, A {m.acc_a:.3f}, failure rate "
-            f"{m.failure_rate:.3f}, run stops after {m.stop_after} consecutive failures"
+            f"power model (pilot, lengths {', '.join(map(str, rec.chosen_lengths))}): low "
+            f"similarity B {m.acc_b:.3f}, M {m.acc_m:.3f}, E {m.acc_e:.3f}, A {m.acc_a:.3f}; "
+            f"high similarity B {m.high('B'):.3f}, E {m.high('E'):.3f}, A {m.high('A'):.3f} "
+            f"(M {high_m}: shown, the effect sets it); failure rate {m.failure_rate:.3f}, run "
+            f"stops after {m.stop_after} consecutive failures"
+        )
+        lines.append(
+            f"largest added middle loss these rates allow: {m.largest_effect:.3f} (the pilot's "
+            f"own: {'—' if m.own_effect is None else f'{m.own_effect:.3f}'})"
         )
     if rec.power_table:
-        shown = ", ".join(f"{r.cases}: {r.power:.3f}" for r in rec.power_table)
+        shown = ", ".join(f"{r.cases}: {r.power:.3f} ± {r.power_se:.3f}" for r in rec.power_table)
         lines.append(
             f"power at {rec.rules.effect:g} by case count ({rec.rules.simulations} simulated "
             f"runs each, seed {rec.rules.seed}): {shown}"
@@ -90,7 +99,11 @@ def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
             f"{', '.join(map(str, rec.chosen_lengths))} and {rec.recommended_cases} cases "
             f"({rec.reason}); at the threshold itself power is {rec.power_at_threshold:.3f}"
         )
-        lines.append(f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials)")
+        also = " and from every design on record" if s.rule.endswith(RECORD_RULE) else ""
+        lines.append(
+            f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials{also})"
+        )
+        lines += [f"  seed attempt {r.attempt} rejected: {r.overlap}" for r in s.rejected]
     else:
         lines.append(f"NO PROTOCOL WRITTEN: {rec.verdict}: {rec.reason}")
     return lines

@@ -66,7 +66,9 @@ class LengthCounts:
     """What the pilot measured at one background length (both similarities pooled)."""
 
     length: int
-    end: Proportion  # B and E: correct among valid
+    end: Proportion  # B and E: correct among valid (the band rule reads this one)
+    end_low: Proportion  # B and E under low similarity
+    end_high: Proportion  # B and E under high similarity
     middle: Proportion  # M under low similarity: the power model's baseline
     middle_high: Proportion  # M under high similarity: shown, never used to calibrate
     refusal: Proportion  # A: UNKNOWN among valid
@@ -89,6 +91,8 @@ def length_counts(outcomes: Iterable[Outcome], length: int) -> LengthCounts:
     return LengthCounts(
         length=length,
         end=_accuracy(o for o in rows if o.condition in ("B", "E")),
+        end_low=_accuracy(o for o in rows if o.condition in ("B", "E") and o.similarity == "low"),
+        end_high=_accuracy(o for o in rows if o.condition in ("B", "E") and o.similarity == "high"),
         middle=_accuracy(o for o in rows if o.condition == "M" and o.similarity == "low"),
         middle_high=_accuracy(o for o in rows if o.condition == "M" and o.similarity == "high"),
         refusal=_accuracy(o for o in rows if o.condition == "A"),
@@ -100,14 +104,19 @@ def length_counts(outcomes: Iterable[Outcome], length: int) -> LengthCounts:
 
 
 def pooled(outcomes: Iterable[Outcome], lengths: Iterable[int]) -> dict[str, Proportion]:
-    """B, M (low similarity), E and A accuracy and the failure rate over several lengths.
+    """B, M, E and A accuracy per similarity and the failure rate over several lengths.
 
-    These are the power model's inputs for a design of those lengths.
+    These are the power model's inputs for a design of those lengths: ``B``, ``M``, ``E``, ``A``
+    under low similarity, ``high B`` … ``high A`` under high (``high M`` is shown, not used).
+    Never an end accuracy pooled over similarities: that pools a ceiling with a floor.
     """
     chosen = set(lengths)
     rows = [o for o in outcomes if o.length in chosen]
     sent = [o for o in rows if o.status != "unexecuted"]
-    out = {c: _accuracy(o for o in rows if o.condition == c) for c in ("B", "E", "A")}
-    out["M"] = _accuracy(o for o in rows if o.condition == "M" and o.similarity == "low")
+    out = {}
+    for sim, prefix in (("low", ""), ("high", "high ")):
+        for c in ("B", "M", "E", "A"):
+            cell = (o for o in rows if o.condition == c and o.similarity == sim)
+            out[prefix + c] = _accuracy(cell)
     out["failure"] = Proportion.of(sum(o.status == "protocol_failure" for o in sent), len(sent))
     return out

@@ -14,6 +14,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.pilot.calibrate import Calibration, CalibrationOptions, calibrate
 from needlepoint.pilot.files import write_protocol, write_report
 from needlepoint.pilot.folder import read_design, run_pilot
+from needlepoint.pilot.heldout import OnRecord
 from needlepoint.pilot.record import read_pilot_record
 from needlepoint.run.settings import RunOptions
 
@@ -32,12 +33,18 @@ def pilot_step(
     lengths: list[int],
     cases: int,
     sim_params: dict[str, float] | None = None,
+    declaration: str | Path | None = None,
 ) -> list[str]:
-    """Run a simulated pilot into ``pilot_dir`` (or resume it), or describe an existing one."""
+    """Run a simulated pilot into ``pilot_dir`` (or resume it), or describe an existing one;
+    ``declaration``: the declaration the simulated pilot is started under."""
     if simulate:
         planned = cases * len(lengths) * 8
         options = RunOptions(
-            allow=planned, simulate="position", sim_params=sim_params, progress="off"
+            allow=planned,
+            simulate="position",
+            sim_params=sim_params,
+            progress="off",
+            declaration=None if declaration is None else str(declaration),
         )
         return run_pilot(design_file, pilot_dir, tuple(lengths), cases, options).lines()
     record = read_pilot_record(pilot_dir)
@@ -62,12 +69,18 @@ class CalibrationStep:
 
 
 def calibrate_step(
-    pilot_dir: str | Path, out_dir: str | Path, options: CalibrationOptions
+    pilot_dir: str | Path,
+    out_dir: str | Path,
+    options: CalibrationOptions,
+    records: tuple[OnRecord, ...] = (),
 ) -> CalibrationStep:
-    """Calibrate; write the record, and the new protocol when one is recommended, to out_dir."""
+    """Calibrate; write the record, and the new protocol when one is recommended, to out_dir.
+
+    ``records``: designs already run, which the new version's materials must not repeat.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result = calibrate(pilot_dir, options)
+    result = calibrate(pilot_dir, options, records)
     write_report(result.record, out / REPORT_NAME)
     if result.protocol is not None:
         write_protocol(result.protocol, out / CALIBRATED_NAME)
@@ -97,7 +110,8 @@ def figures_step(step: CalibrationStep, effects: list[float]) -> list[str]:
     counts = tuple(sorted({half, top}))
     if not effects or any(e < 0 for e in effects):
         raise NeedlepointError("effects: give non-negative added middle losses")
-    grid = [e for e in effects if e <= rec.power_model.acc_m]
+    model = rec.power_model
+    grid = [e for e in effects if max(0.0, model.smallest_effect) <= e <= model.largest_effect]
     table = power_table(rec, step.design, counts, tuple(grid))
     write_bytes_atomic(
         out / POWER_TABLE, table.to_csv(index=False, lineterminator="\n").encode("utf-8")

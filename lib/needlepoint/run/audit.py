@@ -9,6 +9,7 @@ against a fresh one, the context manifest, and results.csv against the journal.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from needlepoint.design.prepared import frozen_model
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
+from needlepoint.run.audit_declaration import check_declaration
 from needlepoint.run.folder import (
     CONTEXT_NAME,
     RUN_NAME,
@@ -25,10 +27,11 @@ from needlepoint.run.folder import (
     read_run_record,
 )
 from needlepoint.run.journal import read_chain
-from needlepoint.run.journal_records import decode_body
-from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive_rows, load_frozen_plan
+from needlepoint.run.journal_records import JournalState, decode_body
+from needlepoint.run.results import RESULTS_NAME, Rows, differs_at, load_frozen_plan
 from needlepoint.run.run_record import RunRecord
 from needlepoint.run.scoring import PROTOCOL_FAILURE, classify_safely
+from needlepoint.safeio import open_read
 
 _EPS = 1e-6
 
@@ -173,15 +176,27 @@ class _Walk:
 
 
 def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunAuditReport:
-    """Audit one run folder; problems make it fail, warnings do not."""
+    """Audit one run folder; problems make it fail, warnings do not.
+
+    The journal is read twice, one record at a time: first for its chain and schema, then
+    through the rules; memory stays that of one record, whatever the journal's size.
+    """
     root = Path(run_dir)
     audit = RunAuditReport()
     run = read_run_record(root)
     run_sha = file_sha256(root / RUN_NAME)
-    chain = read_chain(root)
+    state = JournalState()
+    kept: list[dict[str, Any]] = []  # the first record and every session: few and small
+
+    def visit(record: dict[str, Any], at: Any) -> None:
+        state.add(record, at)
+        if not kept or record.get("type") == "session":
+            kept.append(record)
+
+    chain = read_chain(root, visit, keep=False)
     audit.problems += chain.problems
     audit.warnings += chain.warnings
-    audit.checked["journal records"] = len(chain.records)
+    audit.checked["journal records"] = chain.count
     try:
         prepared = load_frozen_plan(root, run, prepared_dir)
     except NeedlepointError as exc:
@@ -193,23 +208,54 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
         audit.problems.append("journal: records do not follow the schema; rules not checked")
         return audit
     walk = _Walk(audit, prepared, run_sha, root / "journal.jsonl")
-    for record in chain.records:
-        walk.record(record)
+    again = read_chain(root, lambda record, at: walk.record(record), keep=False)
+    if again.head != chain.head and not chain.live:
+        audit.problems.append(f"{root / 'journal.jsonl'}: changed while it was audited")
     if walk.pending is not None:
         audit.warnings.append(f"seq {walk.pending} has no outcome yet (the runner died)")
-    _check_context(root, chain.records, prepared.fingerprint, audit)
+    _check_context(root, state.sent, prepared.fingerprint, audit)
+    found = check_declaration(root, run, kept)
+    audit.problems += found.problems
+    for name in found.passed:
+        audit.count(name)
     results = root / RESULTS_NAME
-    if results.exists():
+    if os.path.lexists(results):
         audit.count("results.csv")
-        rows = derive_rows(prepared.plan, chain.records, run.simulation, chain.head)
-        if results.read_bytes() != csv_bytes(rows):
-            audit.problems.append(f"{results}: differs from the journal's re-derivation")
+        rows = Rows(root, prepared.plan, state, run.simulation, chain.head)
+        if differs_at(results, rows) is not None:
+            _check_stale(root, results, prepared.plan, run.simulation, audit)
     return audit
 
 
-def _check_context(root: Path, records: Any, fingerprint: str, audit: RunAuditReport) -> None:
+def _check_stale(root: Path, results: Path, plan: Any, simulation: bool, a: RunAuditReport) -> None:
+    """results.csv differs from the journal: stale (derived, exactly, from an earlier state of
+    this journal, e.g. while the run went on) is a warning; anything else is a problem."""
+    try:
+        with open_read(results) as fh:  # every row ends with the journal hash it came from
+            fh.seek(max(os.fstat(fh.fileno()).st_size - 65, 0))
+            stamp = fh.read().rstrip(b"\n")[-64:].decode("ascii")
+    except (OSError, NeedlepointError, UnicodeDecodeError):
+        stamp = ""
+    state, heads = JournalState(), []
+
+    def upto(record: dict[str, Any], at: Any) -> None:
+        if stamp not in heads:
+            state.add(record, at)
+            heads.append(at.sha256)
+
+    read_chain(root, upto, keep=False)
+    if stamp in heads and differs_at(results, Rows(root, plan, state, simulation, stamp)) is None:
+        a.warnings.append(
+            f"{results}: derived when the journal had {len(heads)} records (stale, not edited); "
+            f"rerun `needlepoint results {root}`"
+        )
+    else:
+        a.problems.append(f"{results}: differs from the journal's re-derivation")
+
+
+def _check_context(root: Path, attempts: Any, fingerprint: str, audit: RunAuditReport) -> None:
     path = root / CONTEXT_NAME
-    if not path.exists():
+    if not os.path.lexists(path):
         audit.warnings.append(f"{path}: missing")
         return
     try:
@@ -220,7 +266,7 @@ def _check_context(root: Path, records: Any, fingerprint: str, audit: RunAuditRe
     audit.count("context manifest")
     if manifest.get("prepared_manifest_sha256") != fingerprint:
         audit.problems.append(f"{path}: prepared_manifest_sha256 differs from the run's")
-    sent = [(r["seq"], r["request_sha256"]) for r in records if r.get("type") == "attempt"]
+    sent = [(r["seq"], r["request_sha256"]) for r in attempts]
     listed = [(e.get("seq"), e.get("request_sha256")) for e in manifest.get("sent", [])]
     if listed != sent[: len(listed)]:
         audit.problems.append(f"{path}: its sent list differs from the journal's attempts")

@@ -20,6 +20,9 @@ ACCEPT_ENCODING = "gzip, deflate"
 _GZIP = zlib.MAX_WBITS | 16
 _IDENTITY = ("", "identity")
 _KNOWN = ("gzip", "x-gzip", "deflate", *_IDENTITY)
+# The most codings undone on one body (urllib3 allows as many). Each is one generator stage:
+# 990 stacked ``gzip`` tokens once overflowed Python's stack while the answer was being read.
+MAX_CODINGS = 5
 
 
 class BodyError(Exception):
@@ -43,7 +46,10 @@ class BodyReader:
     def __post_init__(self) -> None:
         self.encodings = [e.strip().lower() for e in self.content_encoding.split(",") if e.strip()]
         unknown = [e for e in self.encodings if e not in _KNOWN]
-        self.unsupported = unknown[0] if unknown else None
+        self.unsupported = unknown[0][:80] if unknown else None
+        coded = [e for e in self.encodings if e not in _IDENTITY]
+        if self.unsupported is None and len(coded) > MAX_CODINGS:
+            self.unsupported = f"{len(coded)} stacked codings (at most {MAX_CODINGS} are undone)"
         self._pieces: list[bytes] = []
         self._kept = 0
         # The bytes as received, kept (bounded) only while a coding is undone: when the coding

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,8 @@ from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
-from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest
+from needlepoint.run.declaration import reference
+from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest, not_a_run_folder
 from needlepoint.run.run_record import (
     RUN_FORMAT,
     RUN_KIND,
@@ -27,40 +28,26 @@ from needlepoint.run.run_record import (
     RunRecord,
     SimulationRecord,
 )
+from needlepoint.safeio import open_record
 from needlepoint.schema import from_plain, to_plain
 
 if TYPE_CHECKING:
+    from needlepoint.run.journal_records import JournalState
     from needlepoint.run.settings import Settings
 
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"
-PROVENANCE_NAME = "provenance.jsonl"
 LOCK_NAME = ".lock"
 # Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
-RESUME_FIXED = ("prepared_fingerprint", "simulation", "simulate", "model", "base_url")
-
-
-def git_commit() -> dict[str, Any] | None:
-    """The commit of the package source, when it runs from a git checkout; None otherwise."""
-    here = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return {"commit": head, "package_source_modified": bool(dirty)}
+# A run's declaration is part of what it is: a resume must name the same one.
+RESUME_FIXED = (
+    "prepared_fingerprint",
+    "simulation",
+    "simulate",
+    "model",
+    "base_url",
+    "declaration",
+)
 
 
 def json_bytes(value: Any) -> bytes:
@@ -77,7 +64,9 @@ def write_run_record(run_dir: Path, record: RunRecord) -> str:
 def read_run_record(run_dir: Path) -> RunRecord:
     """Load run.json, refusing an unknown format and any field that is missing or malformed."""
     path = run_dir / RUN_NAME
-    value = read_json(path)
+    if not os.path.lexists(path):
+        not_a_run_folder(Path(run_dir))
+    value = read_json(path, follow=False)
     if not isinstance(value, dict) or value.get("format") != RUN_FORMAT:
         raise NeedlepointError(f"{path}: field format: expected {RUN_FORMAT}")
     try:
@@ -90,7 +79,7 @@ def read_run_record(run_dir: Path) -> RunRecord:
 def read_context_manifest(run_dir: Path) -> dict[str, Any]:
     """Load context_manifest.json, checked field by field."""
     path = run_dir / CONTEXT_NAME
-    return check_context_manifest(read_json(path), str(path))
+    return check_context_manifest(read_json(path, follow=False), str(path))
 
 
 def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
@@ -109,13 +98,16 @@ def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
 def check_not_rewound(run_dir: Path) -> None:
     """Refuse to resume a folder whose journal lost records: that would grant fresh budget."""
     from needlepoint.run.journal import JOURNAL_NAME, read_chain
+    from needlepoint.run.journal_records import JournalState
 
-    if not (run_dir / JOURNAL_NAME).exists():
+    if not os.path.lexists(run_dir / JOURNAL_NAME):
         raise NeedlepointError(f"{run_dir / JOURNAL_NAME}: missing although run.json exists")
     path = run_dir / CONTEXT_NAME
-    if path.exists():
+    if os.path.lexists(path):
         listed = len(read_context_manifest(run_dir)["sent"])
-        sent = sum(r.get("type") == "attempt" for r in read_chain(run_dir).records)
+        state = JournalState()
+        read_chain(run_dir, state.add, keep=False, owner=True)
+        sent = state.attempt_count
         if listed > sent:
             raise NeedlepointError(
                 f"{path}: lists {listed} requests sent, the journal only {sent}: "
@@ -127,22 +119,18 @@ def context_manifest(
     prepared_root: Path,
     prepared_fingerprint: str,
     prepared_files: dict[str, str],
-    records: list[dict[str, Any]],
+    state: JournalState,
+    count: int,
     head: str,
 ) -> dict[str, Any]:
     """What was in front of the model: the prepared folder's manifest hash and each body sent."""
-    sent = [
-        {"seq": r["seq"], "request_sha256": r["request_sha256"], "time": r["time"]}
-        for r in records
-        if r.get("type") == "attempt"
-    ]
     return {
         "format": CONTEXT_FORMAT,
         "prepared_dir": str(prepared_root),
         "prepared_manifest_sha256": prepared_fingerprint,
         "prepared_files": dict(sorted(prepared_files.items())),
-        "sent": sent,
-        "journal_records": len(records),
+        "sent": [dict(entry) for entry in state.sent],
+        "journal_records": count,
         "journal_sha256": head,
     }
 
@@ -197,33 +185,24 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         design_fingerprint=design_fingerprint(p.protocol),
         body_profile=body_profile(p.protocol),
         allow_insecure_http=True if s.allow_insecure_http else None,
+        declaration=None if s.declaration is None else reference(s.declaration, run_dir),
     )
 
 
-def append_provenance(run_dir: Path, time_iso: str) -> None:
-    """Record, per session, which code and environment ran: commit, interpreter, packages."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
+# How long a runner waits for readers that hold the folder lock shared.
+READER_WAIT_S = 30.0
 
-    packages = {}
-    for name in ("httpx", "numpy", "scipy", "pandas", "matplotlib", "papermill", "tqdm"):
-        try:
-            packages[name] = version(name)
-        except PackageNotFoundError:
-            packages[name] = None
-    line = {
-        "format": 1,
-        "time": time_iso,
-        "package_version": __version__,
-        "git": git_commit(),
-        "python": platform.python_version(),
-        "platform": platform.system(),
-        "packages": packages,
-    }
-    with open(run_dir / PROVENANCE_NAME, "ab") as fh:
-        fh.write(canonical_bytes(line) + b"\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+
+def _held_exclusively(path: Path) -> bool:
+    """Whether a runner (not just readers) holds the lock file."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 class FolderLock:
@@ -234,14 +213,26 @@ class FolderLock:
         self._fd: int | None = None
 
     def __enter__(self) -> FolderLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise NeedlepointError(
-                f"{self.path.parent}: another runner is using this run folder"
-            ) from None
+        fd = open_record(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + READER_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # Readers (results, audit-run, analyze) hold it shared for a moment: wait for
+                # them; another runner holds it exclusively: refuse at once.
+                runner = _held_exclusively(self.path)
+                if runner or time.monotonic() > deadline:
+                    os.close(fd)
+                    why = (
+                        "another runner is using this run folder"
+                        if runner
+                        else f"readers have held its lock for over {READER_WAIT_S:g} s; "
+                        "run it again when they end"
+                    )
+                    raise NeedlepointError(f"{self.path.parent}: {why}") from None
+                time.sleep(0.05)
         self._fd = fd
         return self
 

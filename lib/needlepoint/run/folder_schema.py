@@ -7,8 +7,10 @@ A run folder may be copied, archived and handed around; whoever reads it back (r
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from needlepoint.errors import NeedlepointError
 from needlepoint.fields import Fields
 
 CONTEXT_FORMAT = 1
@@ -33,3 +35,17 @@ def check_context_manifest(value: Any, where: str) -> dict[str, Any]:
     f.integer("journal_records", low=0)
     f.sha256("journal_sha256")
     return value
+
+
+def not_a_run_folder(folder: Path) -> None:
+    """Name the folder given where a run folder was expected, when it is another kind."""
+    if (folder / "plan.csv").is_file() and (folder / "manifest.json").is_file():
+        raise NeedlepointError(
+            f"{folder}: is a prepared folder (plan.csv, manifest.json; no run.json), not a run "
+            f"folder: this command takes the run folder that `needlepoint run {folder} "
+            "--run-dir RUNDIR ...` writes"
+        )
+    if (folder / "pilot.json").is_file() and (folder / "run" / "run.json").is_file():
+        raise NeedlepointError(
+            f"{folder}: is a pilot folder, not a run folder; its run is {folder / 'run'}"
+        )

@@ -31,10 +31,11 @@ UNPARSABLE = "unparsable_json"
 TOO_DEEP = "json_too_deep"
 TOO_MANY = "json_too_large"
 BAD_UNICODE = "invalid_unicode"
+DUPLICATE_KEY = "json_duplicate_key"
 BAD_USAGE = "usage_invalid"
 UNINTERPRETABLE = "uninterpretable"
 # The kinds this module can give, in the order they are checked.
-BODY_FAILURE_KINDS = (UNPARSABLE, TOO_MANY, TOO_DEEP, BAD_UNICODE, BAD_USAGE)
+BODY_FAILURE_KINDS = (UNPARSABLE, TOO_MANY, TOO_DEEP, BAD_UNICODE, DUPLICATE_KEY, BAD_USAGE)
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,18 @@ def parse_response(body: bytes | None) -> Parsed:
     values = body.count(b",") + body.count(b"{") + body.count(b"[") + body.count(b'"') // 2
     if values > MAX_JSON_VALUES:
         return Parsed(None, TOO_MANY, f"about {values} JSON values (limit {MAX_JSON_VALUES})")
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        # {"choices": [right], "choices": [wrong]} would silently keep the last value.
+        value = dict(items)
+        if len(value) != len(items) and not duplicates:
+            seen: set[str] = set()
+            duplicates.append(next(k for k, _ in items if k in seen or seen.add(k)))
+        return value
+
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=pairs)
     except RecursionError:
         return Parsed(None, TOO_DEEP, f"nested deeper than the parser's stack (limit {MAX_DEPTH})")
     except ValueError as exc:  # JSONDecodeError, NaN/Infinity, an integer of > 4300 digits
@@ -71,6 +82,9 @@ def parse_response(body: bytes | None) -> Parsed:
     kind, reason = _walk(data)
     if kind is not None:
         return Parsed(None, kind, reason)
+    if duplicates:
+        shown = duplicates[0] if len(duplicates[0]) <= 80 else duplicates[0][:80] + "…"
+        return Parsed(None, DUPLICATE_KEY, f"an object names the key {shown!r} more than once")
     problem = usage_problem(data)
     if problem:
         return Parsed(None, BAD_USAGE, problem)

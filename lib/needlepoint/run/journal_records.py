@@ -14,32 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from needlepoint.jsonio import canonical_bytes
+from needlepoint.run.answers import reasoning_tokens
 from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.interpret import cost_of, parse_response
+from needlepoint.run.redact import REDACTED, Scrubber
 from needlepoint.run.scoring import Classification, classify, classify_safely
 
-REDACTED = "[REDACTED]"
+__all__ = ["REDACTED", "JournalState", "Scrubber", "decode_body", "encode_body"]
+
 _CONTROLS = bytes(range(0x20))
-
-
-class Scrubber:
-    """Replaces the key wherever it might appear in a record (an echoing server, an error)."""
-
-    def __init__(self, key: str | None) -> None:
-        self.key = key
-
-    def __call__(self, value: Any) -> Any:
-        if not self.key:
-            return value
-        if isinstance(value, str):
-            return value.replace(self.key, REDACTED)
-        if isinstance(value, bytes):
-            return value.replace(self.key.encode(), REDACTED.encode())
-        if isinstance(value, dict):
-            return {k: self(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self(v) for v in value]
-        return value
 
 
 def encode_body(body: bytes | None) -> tuple[str | None, str | None]:
@@ -171,12 +154,70 @@ def interrupted_fields(seq: int, time: str, detail: str, recovered: bool) -> dic
     }
 
 
+# Answers up to this many characters are kept in the folded state (a real answer is a code).
+KEPT_TEXT_CHARS = 4096
+
+
+def _count(usage: Any, name: str) -> int | None:
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class OutcomeSummary:
+    """What the runner and ``results`` keep of an outcome: everything but the body, the headers
+    and a long answer text, so the memory of reading a journal never grows with its bodies.
+
+    ``response_text`` is None when the answer was longer than KEPT_TEXT_CHARS; ``at`` then
+    locates the whole record in journal.jsonl (a ``journal_read.Locator``), for the one reader
+    that needs the text again (``results``).
+    """
+
+    seq: int
+    time: str
+    http_status: int | None
+    latency_s: float | None
+    cost: float | None
+    recovered: bool
+    status: str
+    kind: str
+    response_text: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None
+    has_usage: bool
+    at: Any = None
+
+    @classmethod
+    def of(cls, record: dict[str, Any], at: Any = None) -> OutcomeSummary:
+        c = record.get("classification") or {}
+        usage = record.get("usage")
+        text = c.get("response_text")
+        return cls(
+            seq=record.get("seq"),  # type: ignore[arg-type]  # checked by the journal schema
+            time=record.get("time"),  # type: ignore[arg-type]
+            http_status=record.get("http_status"),
+            latency_s=record.get("latency_s"),
+            cost=record.get("cost"),
+            recovered=bool(record.get("recovered")),
+            status=c.get("status"),
+            kind=c.get("kind"),
+            response_text=text if isinstance(text, str) and len(text) <= KEPT_TEXT_CHARS else None,
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
+            reasoning_tokens=reasoning_tokens(usage),
+            has_usage=isinstance(usage, dict),
+            at=at,
+        )
+
+
 @dataclass
 class JournalState:
-    """Totals folded from journal records, in order."""
+    """Totals folded from journal records, in order; outcomes are kept as ``OutcomeSummary``."""
 
     attempts: dict[int, dict[str, Any]] = field(default_factory=dict)
-    outcomes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    outcomes: dict[int, OutcomeSummary] = field(default_factory=dict)
+    sent: list[dict[str, Any]] = field(default_factory=list)  # every attempt, in journal order
     attempt_count: int = 0
     last_done_text: str | None = None  # time of the latest outcome
     last_time_text: str | None = None  # latest time in any record
@@ -191,7 +232,7 @@ class JournalState:
             state.add(record)
         return state
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: dict[str, Any], at: Any = None) -> None:
         kind = record.get("type")
         if "time" in record:
             self.last_time_text = record["time"]
@@ -199,14 +240,17 @@ class JournalState:
             self.sessions += 1
         elif kind == "attempt":
             self.attempt_count += 1
-            self.attempts.setdefault(record["seq"], record)
+            entry = {k: record.get(k) for k in ("seq", "request_sha256", "time")}
+            self.attempts.setdefault(record.get("seq"), entry)
+            self.sent.append(entry)
         elif kind == "outcome":
-            self.outcomes.setdefault(record["seq"], record)
-            self.last_done_text = record["time"]
-            if record.get("cost") is None:
-                self.unknown_cost.append(record["seq"])
+            self.outcomes.setdefault(record.get("seq"), OutcomeSummary.of(record, at))
+            self.last_done_text = record.get("time")
+            cost = record.get("cost")
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                self.spent += cost
             else:
-                self.spent += record["cost"]
+                self.unknown_cost.append(record.get("seq"))
 
     @property
     def last_done(self) -> float | None:
@@ -223,4 +267,11 @@ class JournalState:
         return [s for s in self.attempts if s not in self.outcomes]
 
     def counts(self) -> dict[str, int]:
-        return dict(Counter(r["classification"]["status"] for r in self.outcomes.values()))
+        return dict(Counter(r.status for r in self.outcomes.values()))
+
+    def why_unknown(self, seq: int) -> str:
+        """Why the cost of an outcome is unknown, for the stop line."""
+        outcome = self.outcomes.get(seq)
+        if outcome is None or not outcome.has_usage:
+            return "no usage in the response"
+        return "its usage has no integer prompt_tokens and completion_tokens"

@@ -38,8 +38,9 @@ def _session(f: Fields) -> None:
     f.number("deadline_s", low=0)
     for name in ("input_rate", "output_rate", "cost_cap"):
         f.number(name, low=0, optional=True)
-    if "dropped_tail_sha256" in f.obj:
-        f.sha256("dropped_tail_sha256")
+    for name in ("dropped_tail_sha256", "declaration_sha256"):
+        if name in f.obj:
+            f.sha256(name)
 
 
 def _attempt(f: Fields) -> None:

@@ -33,9 +33,10 @@ def run_step(
     input_rate: float | None = None,
     output_rate: float | None = None,
     cost_cap: float | None = None,
-    progress: str = "deterministic",
+    progress: str = "terminal",
     fsync: bool = True,
     run_meta: dict[str, Any] | None = None,
+    declaration: str | Path | None = None,
 ) -> Any:
     """Run (or resume) the protocol: simulated offline, or live against an OpenAI-compatible API.
 
@@ -43,6 +44,7 @@ def run_step(
     runs read the key from the environment variable ``api_key_env`` only; the runner refuses to
     start without it, a base URL and the frozen model name. ``run_meta`` (for example a local
     server's facts) is stored in run.json; options left at ``None`` keep their defaults.
+    ``declaration``: the declaration file the run is started under.
     """
     from needlepoint.run.loop import run_protocol
 
@@ -68,5 +70,6 @@ def run_step(
         progress=progress,
         fsync=fsync,
         run_meta=run_meta,
+        declaration=None if declaration is None else str(declaration),
     )
-    return run_protocol(prepared_dir, run_dir, options)
+    return run_protocol(prepared_dir, run_dir, options, print)

@@ -6,20 +6,20 @@ and refuses a ``results.csv`` that differs, so an edited score is an error, not 
 
 from __future__ import annotations
 
-import csv
-import io
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from needlepoint.design.prepared import PLAN_COLUMNS
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import file_sha256, write_bytes_atomic
-from needlepoint.run.answers import reasoning_tokens
+from needlepoint.jsonio import file_sha256
 from needlepoint.run.folder import read_run_record
-from needlepoint.run.journal import read_chain
-from needlepoint.run.journal_records import JournalState
+from needlepoint.run.journal import read_chain, read_line
+from needlepoint.run.journal_records import JournalState, OutcomeSummary
 from needlepoint.run.run_record import RunRecord
+from needlepoint.safeio import open_read, write_chunks_atomic
 
 RESULTS_NAME = "results.csv"
 # The documented results.csv columns: the plan's, then the outcome's. The analysis reads the
@@ -40,11 +40,39 @@ RESULT_COLUMNS = (
 )
 
 
+class Rows:
+    """A run's rows, re-derived from the journal each time they are walked.
+
+    Only the slim outcomes (``slim_outcome``) stay in memory; an answer text too long to keep is
+    read again from its journal line when its row is produced. So walking the rows of a journal
+    of 480 MB costs the memory of one record, not of the file.
+    """
+
+    def __init__(self, run_dir: Path, plan: Any, state: JournalState, simulation: bool, head: str):
+        self._run_dir, self._plan, self._state = run_dir, plan, state
+        self._simulation, self._head = simulation, head
+
+    def __len__(self) -> int:
+        return len(self._plan)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        """A row or a slice of rows (for notebooks and tests), produced by walking the rows."""
+        return list(self)[index]
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        def text_of(outcome: OutcomeSummary) -> str:
+            if outcome.response_text is not None:
+                return outcome.response_text
+            return str(read_line(self._run_dir, outcome.at)["classification"]["response_text"])
+
+        return derive_rows(self._plan, self._state, self._simulation, self._head, text_of)
+
+
 @dataclass(frozen=True)
 class RunResults:
     """A run's rows (results.csv columns, as strings) and where they came from."""
 
-    rows: list[dict[str, str]]
+    rows: Rows
     simulation: bool
     journal_sha256: str
     prepared_fingerprint: str
@@ -58,31 +86,27 @@ def _cell(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _tokens(usage: Any, name: str) -> str:
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else ""
+_OUTCOME_CELLS = ("http_status", "latency_s", "prompt_tokens", "completion_tokens")
+_OUTCOME_CELLS += ("reasoning_tokens", "cost")
 
 
-def derive_rows(plan: Any, records: Any, simulation: bool, head: str) -> list[dict[str, str]]:
-    """One row per planned seq, from the plan rows and the journal records."""
-    state = JournalState.of(records)
-    rows = []
+def derive_rows(
+    plan: Any,
+    state: JournalState,
+    simulation: bool,
+    head: str,
+    text_of: Callable[[OutcomeSummary], str],
+) -> Iterator[dict[str, str]]:
+    """One row per planned seq, from the plan rows and the journal's folded state."""
     for p in plan:
         row = {name: str(getattr(p, name)) for name in PLAN_COLUMNS}
         outcome = state.outcomes.get(p.seq)
         if outcome is not None:
-            c = outcome["classification"]
-            usage = outcome.get("usage")
             row.update(
-                status=c["status"],
-                kind=c["kind"],
-                response_text=c["response_text"],
-                http_status=_cell(outcome.get("http_status")),
-                latency_s=_cell(outcome.get("latency_s")),
-                prompt_tokens=_tokens(usage, "prompt_tokens"),
-                completion_tokens=_tokens(usage, "completion_tokens"),
-                reasoning_tokens=_cell(reasoning_tokens(usage)),
-                cost=_cell(outcome.get("cost")),
+                status=outcome.status,
+                kind=outcome.kind,
+                response_text=text_of(outcome),
+                **{name: _cell(getattr(outcome, name)) for name in _OUTCOME_CELLS},
             )
         else:
             # Attempted without an outcome: the runner died mid-request; it may have executed.
@@ -91,30 +115,32 @@ def derive_rows(plan: Any, records: Any, simulation: bool, head: str) -> list[di
                 status="protocol_failure" if dangling else "unexecuted",
                 kind="indeterminate_interrupted" if dangling else "",
                 response_text="",
-                **dict.fromkeys(
-                    (
-                        "http_status",
-                        "latency_s",
-                        "prompt_tokens",
-                        "completion_tokens",
-                        "reasoning_tokens",
-                        "cost",
-                    ),
-                    "",
-                ),
+                **dict.fromkeys(_OUTCOME_CELLS, ""),
             )
         row["simulation"] = "true" if simulation else "false"
         row["journal_sha256"] = head
-        rows.append(row)
-    return rows
+        yield row
 
 
-def csv_bytes(rows: list[dict[str, str]]) -> bytes:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=RESULT_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue().encode("utf-8")
+def csv_cell(value: str) -> str:
+    """One CSV cell as the csv module writes it (quoted when it holds a comma, a quote or a line
+    end), and also quoted for a bare CR, which the csv module leaves bare though every CSV
+    reader, Python's included, ends a row there."""
+    if any(c in value for c in ',"\n\r'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def csv_chunks(rows: Iterable[dict[str, str]]) -> Iterator[bytes]:
+    """results.csv as bytes: the header, then one chunk per row (a row of a 16 MiB answer costs
+    a few copies of that answer; the csv module would hold it as 4-byte characters, twice)."""
+    yield (",".join(RESULT_COLUMNS) + "\n").encode("utf-8")
+    for row in rows:
+        yield (",".join(csv_cell(row[name]) for name in RESULT_COLUMNS) + "\n").encode("utf-8")
+
+
+def csv_bytes(rows: Iterable[dict[str, str]]) -> bytes:
+    return b"".join(csv_chunks(rows))
 
 
 def load_frozen_plan(run_dir: Path, run: RunRecord, prepared_dir: str | Path | None) -> Any:
@@ -139,39 +165,49 @@ def derive(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunRe
     """Re-derive a run's rows from its journal, refusing a broken chain."""
     root = Path(run_dir)
     run = read_run_record(root)
-    chain = read_chain(root)
+    state = JournalState()
+    chain = read_chain(root, state.add, keep=False)
     if not chain.ok:
         raise NeedlepointError(f"journal chain broken: {chain.problems[0]}")
     prepared = load_frozen_plan(root, run, prepared_dir)
-    simulation = run.simulation
-    rows = derive_rows(prepared.plan, chain.records, simulation, chain.head)
-    return RunResults(rows, simulation, chain.head, prepared.fingerprint, prepared.root)
+    rows = Rows(root, prepared.plan, state, run.simulation, chain.head)
+    return RunResults(rows, run.simulation, chain.head, prepared.fingerprint, prepared.root)
 
 
 def write_results(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunResults:
-    """Write results.csv from the journal (``needlepoint results RUNDIR``)."""
+    """Write results.csv from the journal (``needlepoint results RUNDIR``), row by row."""
     results = derive(run_dir, prepared_dir)
-    write_bytes_atomic(Path(run_dir) / RESULTS_NAME, csv_bytes(results.rows))
+    write_chunks_atomic(Path(run_dir) / RESULTS_NAME, csv_chunks(results.rows))
     return results
+
+
+def differs_at(path: Path, rows: Iterable[dict[str, str]]) -> int | None:
+    """The first line at which ``path`` differs from the CSV of ``rows`` (None: identical),
+    compared one row at a time."""
+    line = 1
+    with open_read(path) as fh:
+        for chunk in csv_chunks(rows):
+            got = fh.read(len(chunk))
+            if got != chunk:
+                same = next(
+                    (i for i, (x, y) in enumerate(zip(got, chunk, strict=False)) if x != y),
+                    len(got),
+                )
+                return line + chunk.count(b"\n", 0, same)
+            line += chunk.count(b"\n")
+        return line if fh.read(1) else None
 
 
 def load_run_results(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunResults:
     """Rows for analysis; refuses a results.csv that is not exactly the journal's derivation."""
     results = derive(run_dir, prepared_dir)
     path = Path(run_dir) / RESULTS_NAME
-    if path.exists():
-        on_disk = path.read_bytes().split(b"\n")
-        derived = csv_bytes(results.rows).split(b"\n")
-        for number, (a, b) in enumerate(zip(on_disk, derived, strict=False), start=1):
-            if a != b:
-                raise NeedlepointError(
-                    f"{path}:{number}: differs from the journal's re-derivation (edited?); "
-                    f"rerun `needlepoint results {run_dir}` to see the journal's rows"
-                )
-        if len(on_disk) != len(derived):
+    if os.path.lexists(path):
+        number = differs_at(path, results.rows)
+        if number is not None:
             raise NeedlepointError(
-                f"{path}: {len(on_disk) - 1} lines, the journal derives "
-                f"{len(derived) - 1} (edited?)"
+                f"{path}:{number}: differs from the journal's re-derivation (edited?); "
+                f"rerun `needlepoint results {run_dir}` to see the journal's rows"
             )
     return results
 
@@ -194,13 +230,13 @@ def journal_summary(run_dir: str | Path) -> list[str]:
     import statistics
     from collections import Counter
 
-    chain = read_chain(run_dir)
-    if not chain.ok:
-        raise NeedlepointError(f"journal chain broken: {chain.problems[0]}")
     out: list[str] = []
     kinds: Counter[str] = Counter()
     gaps, latencies = [], []
-    for r in chain.records:
+    state = JournalState()
+
+    def visit(r: dict[str, Any], at: Any) -> None:
+        state.add(r, at)
         if r["type"] == "session":
             reason = f", override: {r['override_reason']}" if r.get("override_reason") else ""
             out.append(
@@ -216,7 +252,10 @@ def journal_summary(run_dir: str | Path) -> list[str]:
             kinds[c["status"] + (f" ({c['kind']})" if c["kind"] else "")] += 1
             if r.get("latency_s") is not None:
                 latencies.append(r["latency_s"])
-    state = JournalState.of(chain.records)
+
+    chain = read_chain(run_dir, visit, keep=False)
+    if not chain.ok:
+        raise NeedlepointError(f"journal chain broken: {chain.problems[0]}")
     out.append(f"attempts {state.attempt_count}, outcomes {len(state.outcomes)}")
     out += [f"  {k}: {v}" for k, v in sorted(kinds.items())]
     if gaps:

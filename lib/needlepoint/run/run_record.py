@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from needlepoint.run.declaration import DeclarationRef
 from needlepoint.run.simulate import PositionParams
 from needlepoint.schema import (
-    fields_plain,
     plain_without_absent,
     record_from_plain,
     record_with_absent,
@@ -72,6 +72,8 @@ class RunRecord:
     # True when --allow-insecure-http let the key travel over plain http to a host that is not
     # loopback; absent otherwise (and in every run.json written before the flag existed).
     allow_insecure_http: bool | None = None
+    # The declaration the run was started under (`--declaration`); absent without one.
+    declaration: DeclarationRef | None = None
 
     def to_plain(self) -> dict[str, Any]:
         return plain_without_absent(self, _ADDED_LATER)
@@ -81,14 +83,15 @@ class RunRecord:
         return record_with_absent(cls, value, where, _ADDED_LATER)
 
 
-_ADDED_LATER = ("design_fingerprint", "body_profile", "allow_insecure_http")
+_ADDED_LATER = ("design_fingerprint", "body_profile", "allow_insecure_http", "declaration")
 
 
 @dataclass(frozen=True)
 class SessionRecord:
     """The settings one session ran under: the journal's ``session`` record, less its envelope.
 
-    ``dropped_tail_sha256`` is written only when the session dropped a torn journal tail.
+    ``dropped_tail_sha256`` is written only when the session dropped a torn journal tail, and
+    ``declaration_sha256`` only when the run was started under a declaration.
     """
 
     session: int
@@ -104,13 +107,14 @@ class SessionRecord:
     output_rate: float | None
     cost_cap: float | None
     dropped_tail_sha256: str | None = None
+    declaration_sha256: str | None = None
 
     def to_plain(self) -> dict[str, Any]:
-        plain = fields_plain(self)
-        if self.dropped_tail_sha256 is None:
-            del plain["dropped_tail_sha256"]
-        return plain
+        return plain_without_absent(self, _SESSION_ABSENT)
 
     @classmethod
     def from_plain(cls, value: dict[str, Any], where: str) -> SessionRecord:
-        return record_from_plain(cls, {"dropped_tail_sha256": None} | value, where)
+        return record_from_plain(cls, dict.fromkeys(_SESSION_ABSENT) | value, where)
+
+
+_SESSION_ABSENT = ("dropped_tail_sha256", "declaration_sha256")

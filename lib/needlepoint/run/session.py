@@ -16,12 +16,11 @@ from needlepoint.jsonio import sha256_hex
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
 from needlepoint.run.journal import Journal
 from needlepoint.run.journal_records import (
-    JournalState,
     Scrubber,
     interrupted_fields,
     received_fields,
 )
-from needlepoint.run.progress import Progress
+from needlepoint.run.progress import LIVE_MODES, Progress
 from needlepoint.run.run_record import SessionRecord
 from needlepoint.run.scoring import PROTOCOL_FAILURE
 from needlepoint.run.settings import Settings
@@ -41,7 +40,7 @@ class Session:
     def __init__(self, s: Settings, journal: Journal) -> None:
         self.s = s
         self.journal = journal
-        self.state = JournalState.of(journal.records)
+        self.state = journal.state
         self.scrub = Scrubber(s.api_key)
         if s.simulation:
             self.clock: Any = SimClock(max(self.state.last_time or 0.0, SIM_EPOCH))
@@ -57,9 +56,7 @@ class Session:
         )
 
     def append(self, type_: str, **fields: Any) -> dict[str, Any]:
-        record = self.journal.append(type_, **self.scrub(fields))
-        self.state.add(record)
-        return record
+        return self.journal.append(type_, **self.scrub(fields))
 
     def now(self) -> str:
         return iso_utc(self.clock.now())
@@ -111,8 +108,8 @@ class Session:
                 seq = self.state.unknown_cost[-1]
                 raise Stop(
                     "cost_unknown",
-                    f"the cost of seq {seq} is unknown (no usage in the response), so the cap "
-                    f"of {self.s.cost_cap:g} cannot be enforced",
+                    f"the cost of seq {seq} is unknown ({self.state.why_unknown(seq)}), so the "
+                    f"cap of {self.s.cost_cap:g} cannot be enforced",
                 )
             if self.state.spent >= self.s.cost_cap:
                 raise Stop("cost_cap", f"spent {self.state.spent:.6f} of {self.s.cost_cap:g}")
@@ -122,7 +119,8 @@ class Session:
         while gap is not None and gap < self.s.min_gap_s:
             remaining = round(self.s.min_gap_s - gap, 6)
             self.progress.waiting(seq, self.last, remaining)
-            step = remaining if (self.clock.simulated or self.progress.mode != "auto") else 1.0
+            live = self.progress.mode in LIVE_MODES and not self.clock.simulated
+            step = 1.0 if live else remaining  # a live countdown ticks each second
             self.clock.sleep(min(step, remaining))
             gap = self.since_done()
         return gap
@@ -153,7 +151,14 @@ class Session:
             detail = f"{type(exc).__name__} while the request was in flight"
             self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
             raise
-        ex = dataclasses.replace(ex, body=self.scrub(ex.body))  # an echoing server
+        # An echoing server: the key goes in every spelling, before anything is classified, so
+        # the classification audit-run derives from the stored body is the one recorded.
+        ex = dataclasses.replace(
+            ex,
+            body=self.scrub(ex.body),
+            headers=self.scrub(ex.headers),
+            error_detail=self.scrub(ex.error_detail),
+        )
         # Whatever arrived is journalled before anything else can go wrong.
         record = self.append(
             "outcome",
@@ -191,6 +196,7 @@ class Session:
             output_rate=s.output_rate,
             cost_cap=s.cost_cap,
             dropped_tail_sha256=sha256_hex(dropped) if dropped else None,
+            declaration_sha256=None if s.declaration is None else s.declaration.sha256,
         )
         self.append("session", **record.to_plain())
         for seq in self.state.dangling:

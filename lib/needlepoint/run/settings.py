@@ -9,24 +9,35 @@ key in the environment.
 
 from __future__ import annotations
 
-import ipaddress
-import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from needlepoint.design.prepared import frozen_model
-from needlepoint.errors import NeedlepointError
+from needlepoint.errors import NeedlepointError, looks_like_secret
+from needlepoint.run import limits
+from needlepoint.run.limits import MIN_KEY_LENGTH, is_loopback
 from needlepoint.run.progress import PROGRESS_MODES
 
 if TYPE_CHECKING:
     from needlepoint.design.prepared import Prepared
+    from needlepoint.run.declaration import Declared
     from needlepoint.run.simulate import PositionParams
 
 DEFAULT_TIMEOUT_S = 120.0
-MIN_KEY_LENGTH = 8
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "MIN_KEY_LENGTH",
+    "CheckedOptions",
+    "RunOptions",
+    "Settings",
+    "check_options",
+    "check_prepared",
+    "check_settings",
+    "is_loopback",
+]
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,9 @@ class RunOptions:
     fsync: bool = True
     run_meta: dict[str, Any] | None = None
     allow_insecure_http: bool = False
+    # A declaration file (`needlepoint declare`): its SHA-256 goes into run.json and the
+    # journal's first record, before the first request.
+    declaration: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,20 +97,11 @@ class Settings:
     fsync: bool
     run_meta: dict[str, Any] = field(default_factory=dict)
     allow_insecure_http: bool = False
+    declaration: Declared | None = None
 
     @property
     def simulation(self) -> bool:
         return self.simulate is not None
-
-
-def _number(name: str, value: float | None, *, positive: bool = False) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise NeedlepointError(f"{name} must be a finite number")
-    if value < 0 or (positive and value == 0):
-        raise NeedlepointError(f"{name} must be {'positive' if positive else 'non-negative'}")
-    return float(value)
 
 
 def check_prepared(prepared_dir: str | Path) -> Prepared:
@@ -116,68 +121,95 @@ def check_prepared(prepared_dir: str | Path) -> Prepared:
     return load_prepared(prepared_dir)
 
 
-def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
-    """Check every option and the prepared folder; raise NeedlepointError on the first problem."""
+@dataclass(frozen=True)
+class CheckedOptions:
+    """The options that need no prepared folder, checked: numbers in range, endpoint, key."""
+
+    allow: int
+    timeout_s: float
+    deadline_s: float
+    input_rate: float | None
+    output_rate: float | None
+    cost_cap: float | None
+    min_gap_s: float | None
+    api_key: str | None
+
+
+def check_options(options: RunOptions, *, read_key_now: bool = True) -> CheckedOptions:
+    """Every check that needs no prepared folder; a pilot runs them before it creates one.
+
+    ``read_key_now=False``: the key is read later (``run`` checks its folder first).
+    """
     from needlepoint.run.simulate import SIM_MODES, PositionParams
 
     o = options
     if o.progress not in PROGRESS_MODES:
         raise NeedlepointError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
-    allow, simulate, sim_params = o.allow, o.simulate, o.sim_params
-    base_url, model, api_key_env = o.base_url, o.model, o.api_key_env
-    if isinstance(allow, bool) or not isinstance(allow, int) or allow <= 0:
-        raise NeedlepointError("--allow must be a positive integer: the most requests to send")
-    timeout = _number("--timeout-s", o.timeout_s, positive=True)
-    deadline = _number("deadline_s", o.deadline_s, positive=True) or 2 * timeout
-    in_rate = _number("--input-rate", o.input_rate)
-    out_rate = _number("--output-rate", o.output_rate)
-    cap = _number("--cost-cap", o.cost_cap)
+    allow = limits.check_allow(o.allow)
+    timeout = limits.number(
+        "--timeout-s", o.timeout_s, low=limits.MIN_TIMEOUT_S, high=limits.MAX_SECONDS, positive=True
+    )
+    deadline = limits.number("deadline_s", o.deadline_s, high=2 * limits.MAX_SECONDS, positive=True)
+    in_rate = limits.number("--input-rate", o.input_rate, high=limits.MAX_RATE)
+    out_rate = limits.number("--output-rate", o.output_rate, high=limits.MAX_RATE)
+    cap = limits.number("--cost-cap", o.cost_cap, high=limits.MAX_COST_CAP)
+    gap = limits.number("--min-gap-s", o.min_gap_s, high=limits.MAX_SECONDS)
+    if timeout is None:
+        raise NeedlepointError("--timeout-s must be a finite number")
     if cap is not None and (in_rate is None or out_rate is None):
         raise NeedlepointError("--cost-cap needs --input-rate and --output-rate")
     if (in_rate is None) != (out_rate is None):
         raise NeedlepointError("give both --input-rate and --output-rate, or neither")
     key = None
-    if sim_params and simulate != "position":
+    if o.sim_params and o.simulate != "position":
         raise NeedlepointError("simulation parameters apply only to --simulate position")
-    if simulate is not None:
-        if simulate not in SIM_MODES:
+    if o.simulate is not None:
+        if o.simulate not in SIM_MODES:
             raise NeedlepointError(f"--simulate must be one of {', '.join(SIM_MODES)}")
-        if base_url or api_key_env:
+        if o.base_url or o.api_key_env:
             raise NeedlepointError("--simulate sends nothing: drop --base-url and --api-key-env")
+        if o.simulate == "position":
+            PositionParams.from_dict(o.sim_params)  # every parameter in its range, before any file
     else:
-        if not base_url:
+        if not o.base_url:
             raise NeedlepointError("a live run needs --base-url (or --simulate MODE)")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise NeedlepointError(f"--base-url {base_url!r} is not an http(s) URL")
-        if parts.scheme == "http" and not is_loopback(parts.hostname) and not o.allow_insecure_http:
-            raise NeedlepointError(
-                f"--base-url {base_url!r}: the key would travel unencrypted to "
-                f"{parts.hostname}; use https, a loopback host (127.0.0.0/8, ::1, localhost), "
-                "or --allow-insecure-http"
-            )
-        if not model:
+        limits.check_base_url(o.base_url, o.allow_insecure_http)
+        if not o.model:
             raise NeedlepointError("a live run needs --model, equal to the frozen model")
-        if not api_key_env:
-            raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
-        key = os.environ.get(api_key_env, "")
-        if not key:
-            raise NeedlepointError(f"environment variable {api_key_env} is not set or empty")
-        if len(key) < MIN_KEY_LENGTH:
+        check_key_env_name(o.api_key_env)
+        if read_key_now:
+            key = read_key(o.api_key_env)
+    return CheckedOptions(allow, timeout, deadline or 2 * timeout, in_rate, out_rate, cap, gap, key)
+
+
+def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
+    """Check every option and the prepared folder; raise NeedlepointError on the first problem."""
+    from needlepoint.run.simulate import PositionParams
+
+    o = options
+    c = check_options(o, read_key_now=False)
+    declared = None
+    if o.declaration is not None:
+        from needlepoint.run.declaration import read_declaration
+
+        declared = read_declaration(o.declaration)
+        if declared.record.simulation and o.simulate is None:
             raise NeedlepointError(
-                f"the key in {api_key_env} is shorter than {MIN_KEY_LENGTH} characters, too short "
-                "to be kept out of the records reliably"
+                f"{o.declaration}: made on a simulated clock, so it proves no order in time; "
+                "a live run needs a declaration made with `needlepoint declare`"
             )
+    # The prepared folder before the key: a wrong folder is the first thing to hear about.
     prepared = check_prepared(prepared_dir)
+    key = read_key(o.api_key_env) if o.simulate is None and o.api_key_env else None
     frozen = frozen_model(prepared)
-    if model is not None and model != frozen:
+    if o.model is not None and o.model != frozen:
         raise NeedlepointError(
-            f"--model {model!r} differs from the frozen model {frozen!r}; "
+            f"--model {o.model!r} differs from the frozen model {frozen!r}; "
             "a run for another model needs its own prepared folder"
         )
     runner = prepared.protocol["runner"]
     protocol_gap = float(runner["min_gap_s"])
-    gap = protocol_gap if o.min_gap_s is None else _number("--min-gap-s", o.min_gap_s)
+    gap = protocol_gap if c.min_gap_s is None else c.min_gap_s
     reason = (o.override_reason or "").strip() or None
     if gap < protocol_gap and reason is None:
         raise NeedlepointError(
@@ -186,37 +218,54 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         )
     return Settings(
         prepared=prepared,
-        allow=allow,
-        simulate=simulate,
-        sim_params=PositionParams.from_dict(sim_params) if simulate == "position" else None,
-        base_url=base_url,
+        allow=c.allow,
+        simulate=o.simulate,
+        sim_params=PositionParams.from_dict(o.sim_params) if o.simulate == "position" else None,
+        base_url=o.base_url,
         model=frozen,
-        api_key_env=api_key_env,
+        api_key_env=o.api_key_env,
         api_key=key,
         min_gap_s=gap,
         protocol_min_gap_s=protocol_gap,
         override_reason=reason if gap < protocol_gap else None,
-        timeout_s=timeout,
-        deadline_s=deadline,
-        input_rate=in_rate,
-        output_rate=out_rate,
-        cost_cap=cap,
+        timeout_s=c.timeout_s,
+        deadline_s=c.deadline_s,
+        input_rate=c.input_rate,
+        output_rate=c.output_rate,
+        cost_cap=c.cost_cap,
         stop_statuses=frozenset(int(s) for s in runner["stop_statuses"]),
         max_consecutive_failures=int(runner["max_consecutive_failures"]),
         progress=o.progress,
         fsync=o.fsync,
         run_meta=dict(o.run_meta or {}),
-        allow_insecure_http=bool(o.allow_insecure_http) and simulate is None,
+        allow_insecure_http=bool(o.allow_insecure_http) and o.simulate is None,
+        declaration=declared,
     )
 
 
-def is_loopback(host: str | None) -> bool:
-    """Whether a URL's host is this machine: ``localhost``, 127.0.0.0/8 or ::1."""
-    if host is None:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_key_env_name(name: str | None) -> None:
+    """``--api-key-env`` is the NAME of a variable; a value that is not a name is never echoed.
+
+    Someone who passes the key itself (``--api-key-env sk-...``) must not see it printed back
+    (into a terminal's scrollback or a CI log), so the refusal does not quote what was given.
+    """
+    if not name:
+        raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
+    if not _ENV_NAME.fullmatch(name) or looks_like_secret(name):
+        raise NeedlepointError(
+            "--api-key-env takes the NAME of the environment variable that holds the key "
+            "(letters, digits and _, e.g. OPENAI_API_KEY), not the key itself; the value given "
+            "is not shown"
+        )
+
+
+def read_key(name: str) -> str:
+    """The key from the environment variable ``name`` (checked by ``check_key_env_name``)."""
+    key = os.environ.get(name, "")
+    if not key:
+        raise NeedlepointError(f"environment variable {name} is not set or empty")
+    limits.check_key(key, name)
+    return key

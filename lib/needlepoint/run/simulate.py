@@ -14,6 +14,7 @@ Simulated latency advances the run's SimClock; nothing here sleeps.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -96,9 +97,13 @@ class PositionParams:
 
     @classmethod
     def from_dict(cls, values: dict[str, float] | None) -> PositionParams:
+        """Checked parameters: each known, and in its range (a seed numpy accepts, probabilities
+        in [0, 1], latencies of at most a day), so a run folder is never made unresumable."""
         unknown = set(values or {}) - set(cls.__dataclass_fields__)
         if unknown:
             raise NeedlepointError(f"simulation parameters: unknown field {sorted(unknown)[0]}")
+        for name, value in sorted((values or {}).items()):
+            _check_param(name, value)
         return cls(**(values or {}))
 
     def p_correct(self, condition: str, similarity: str, length: int) -> float:
@@ -110,6 +115,26 @@ class PositionParams:
         else:
             p = self.p_edge - (self.high_similarity_edge_drop if high else 0.0)
         return min(1.0, max(0.0, p - self.length_drop_per_100_records * length / 100))
+
+
+# Parameters that are not probabilities: the seed, and latencies in seconds.
+_SEED_LIMIT = 2**63
+_LATENCY_LIMIT = 86_400.0
+
+
+def _check_param(name: str, value: object) -> None:
+    where = f"--sim-param {name}"
+    if name == "seed":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise NeedlepointError(f"{where}: must be a whole number")
+        if not 0 <= value < _SEED_LIMIT:
+            raise NeedlepointError(f"{where}: {value} is outside 0 to 2^63 - 1")
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise NeedlepointError(f"{where}: must be a finite number")
+    high = _LATENCY_LIMIT if name.startswith("latency") else 1.0
+    if not 0 <= value <= high:
+        raise NeedlepointError(f"{where}: {value:g} is outside 0 to {high:g}")
 
 
 class Simulator:

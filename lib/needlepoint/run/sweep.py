@@ -93,7 +93,10 @@ class _Worker:
             encoding="utf-8",
         )
         assert self.proc.stdin is not None
-        options = dataclasses.asdict(run.entry.options(progress="off"))
+        declaration = None if run.declaration is None else str(run.declaration)
+        options = dataclasses.asdict(
+            dataclasses.replace(run.entry.options(progress="off"), declaration=declaration)
+        )
         message = {"prepared": str(run.prepared), "run_dir": str(run.run_dir), "options": options}
         self.proc.stdin.write(json.dumps(message) + "\n")
         self.proc.stdin.flush()

@@ -81,11 +81,13 @@ class SweepFile:
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One entry with its folders resolved against the sweep file's folder."""
+    """One entry with its folders resolved against the sweep file's folder, and the declaration
+    every run of the sweep is started under (`sweep --declaration`), if any."""
 
     entry: SweepRun
     prepared: Path
     run_dir: Path
+    declaration: Path | None = None
 
     @property
     def name(self) -> str:
@@ -131,7 +133,7 @@ def read_sweep(path: str | Path) -> list[PlannedRun]:
     p = Path(path)
     if p.is_dir():
         raise NeedlepointError(f"{p}: is a folder; give the sweep file (SWEEP.json)")
-    sweep = parse_sweep(read_json(p), p.name)
+    sweep = parse_sweep(read_json(p, pipes=True), p.name)
     base = p.parent
     planned = [PlannedRun(r, base / r.prepared, base / r.run_dir) for r in sweep.runs]
     folders: dict[Path, str] = {}

@@ -9,16 +9,14 @@ pooled connection can never turn into a silent resend or a spurious "dropped".
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import socket
 import ssl
-import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.body import ACCEPT_ENCODING, BodyError, BodyReader
+from needlepoint.run.watchdog import MonotonicClock, Watchdog
 
 if TYPE_CHECKING:
     import httpx
@@ -36,10 +34,6 @@ KEPT_HEADERS = (
 MAX_BODY_BYTES = 16 * 1024 * 1024
 # Errors of a response that did arrive: its body is kept, and the outcome is a protocol failure.
 RESPONSE_ERRORS = ("body_too_large", "content_encoding")
-
-
-class MonotonicClock(Protocol):
-    def monotonic(self) -> float: ...
 
 
 class DeadlineExceeded(Exception):
@@ -82,67 +76,6 @@ def _ssl_context() -> ssl.SSLContext:
     import httpx
 
     return httpx.create_ssl_context()
-
-
-class _Watchdog:
-    """One daemon thread that shuts the current socket down when the current deadline passes."""
-
-    def __init__(self, clock: MonotonicClock) -> None:
-        self._clock = clock
-        self._cond = threading.Condition()
-        self._deadline: float | None = None
-        self._sock: socket.socket | None = None
-        self.fired = False
-        self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="needlepoint-deadline", daemon=True)
-        self._thread.start()
-
-    def arm(self, deadline: float) -> None:
-        with self._cond:
-            self._deadline, self._sock, self.fired = deadline, None, False
-            self._cond.notify()
-
-    def disarm(self) -> None:
-        with self._cond:
-            self._deadline, self._sock = None, None
-
-    def trace(self, event: str, info: dict[str, Any]) -> None:
-        """httpcore trace hook: learn the socket of the connection this request uses."""
-        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
-            return
-        stream = info.get("return_value")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        with self._cond:
-            self._sock = sock
-            if self.fired:
-                _shutdown(sock)
-
-    def _loop(self) -> None:
-        with self._cond:
-            while not self._closed:
-                if self._deadline is None:
-                    self._cond.wait()
-                    continue
-                remaining = self._deadline - self._clock.monotonic()
-                if remaining > 0:
-                    self._cond.wait(remaining)
-                    continue
-                self.fired = True
-                self._deadline = None
-                _shutdown(self._sock)
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-
-
-def _shutdown(sock: socket.socket | None) -> None:
-    if sock is None:
-        return
-    # The base-class method, so an SSL socket's state is not torn from under its reader.
-    with contextlib.suppress(OSError):
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 class Transport:
@@ -190,13 +123,19 @@ class Transport:
             follow_redirects=False,
             trust_env=False,  # the request goes exactly where --base-url says; no .netrc, no proxy
         )
-        self._watchdog = None if mock is not None else _Watchdog(clock)
+        self._watchdog = None if mock is not None else Watchdog(clock)
 
     def build(self, body: bytes) -> Outgoing:
         """Build the request for ``body``; hash what will really be sent."""
         ext = {"trace": self._watchdog.trace} if self._watchdog else {}
         request = self._client.build_request("POST", self.url, content=body, extensions=ext)
         return Outgoing(request, sha256_hex(request.content))
+
+    def build_get(self) -> Outgoing:
+        """A GET of the URL with no body (check-endpoint's ``/models``): nothing from a plan."""
+        ext = {"trace": self._watchdog.trace} if self._watchdog else {}
+        request = self._client.build_request("GET", self.url, extensions=ext)
+        return Outgoing(request, sha256_hex(b""))
 
     def send(self, outgoing: Outgoing) -> Exchange:
         """Send once. Never raises for network trouble: it is reported in the Exchange."""
@@ -252,19 +191,35 @@ class Transport:
             error, detail = "dropped", f"{type(exc).__name__}: {exc}"
         except Exception as exc:
             # Shutting a socket down under a reader can surface as any exception type.
-            if not (self._watchdog and self._watchdog.fired):
+            if self._watchdog and self._watchdog.fired:
+                error, detail = "deadline", f"{type(exc).__name__}: {exc}"
+            elif status is not None:
+                # An answer arrived: whatever its body did to the reader, it is kept and
+                # classified, never turned into an interrupted attempt without status or body.
+                error = "content_encoding"
+                detail = f"the body could not be read ({type(exc).__name__}: {str(exc)[:200]})"
+                detail += "; the bytes received are kept"
+            else:
                 raise
-            error, detail = "deadline", f"{type(exc).__name__}: {exc}"
         finally:
             fired = bool(self._watchdog and self._watchdog.fired)
+            sending = bool(self._watchdog and self._watchdog.sending)
             if self._watchdog:
                 self._watchdog.disarm()
         latency = self._clock.monotonic() - start
         if fired and error is not None and error not in RESPONSE_ERRORS:
-            error, detail = (
-                "deadline",
-                f"overall deadline of {self.deadline_s:g} s passed ({detail})",
-            )
+            if error == "connect_error" or not sending:
+                # The request had not started to leave: nothing is uncertain about it.
+                error, detail = (
+                    "connect_error",
+                    f"overall deadline of {self.deadline_s:g} s passed before the request was "
+                    f"sent; it never left ({detail})",
+                )
+            else:
+                error, detail = (
+                    "deadline",
+                    f"overall deadline of {self.deadline_s:g} s passed ({detail})",
+                )
         return Exchange(
             http_status=status,
             body=_kept_body(reader, error),

@@ -1,0 +1,83 @@
+"""`needlepoint declare` and `needlepoint registry`: the study record's commands.
+
+Heavy imports stay inside the command functions so that `needlepoint --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from needlepoint.errors import NeedlepointError
+
+
+def _cmd_declare(args: argparse.Namespace) -> int:
+    from needlepoint.study.declare import declaration_summary, declare
+    from needlepoint.study.record import evidence_root
+
+    out = Path(args.out)
+    root = evidence_root(args.evidence_root, out.parent)
+    if root is None:
+        raise NeedlepointError(
+            f"{out}: not inside a folder named evidence; give --evidence-root ROOT, the folder "
+            "whose runs and analyses the declaration must list"
+        )
+    declared = declare(args.plan, out, root, amends=args.amends, simulated=args.simulated_clock)
+    for line in declaration_summary(declared, root.as_posix()):
+        print(line)
+    return 0
+
+
+def _cmd_registry(args: argparse.Namespace) -> int:
+    from needlepoint.study.registry import collect
+    from needlepoint.study.registry_lines import registry_lines
+
+    reg = collect(args.root, history=args.history)
+    for line in registry_lines(reg):
+        print(line)
+    bad = [r for r in reg.runs if r.problem or not r.audit.startswith("ok")]
+    return 1 if bad else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the declare and registry sub-commands."""
+    d = sub.add_parser(
+        "declare",
+        help="bind a plan to what results exist now: a declaration record for runs to cite",
+        description="Write DECL.json: the plan's text and SHA-256, the time, and the journal head "
+        "of every run and pilot and the decision of every analysis under the evidence root. "
+        "Start runs with --declaration DECL.json. An amendment (--amends PREV.json) cites the "
+        "declaration it replaces by its SHA-256. Never overwrites a file.",
+    )
+    d.add_argument("plan", metavar="PLAN.md", help="the plan, as UTF-8 text")
+    d.add_argument("--out", required=True, metavar="DECL.json", help="the declaration file")
+    d.add_argument("--amends", metavar="PREV.json", help="the declaration this one amends")
+    d.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="the folder whose runs it lists (default: the folder named evidence holding --out)",
+    )
+    d.add_argument(
+        "--simulated-clock",
+        action="store_true",
+        help="stamp the simulation epoch instead of the time (reproducible simulated evidence; "
+        "proves no order in time, and a live run refuses it)",
+    )
+    d.set_defaults(func=_cmd_declare)
+
+    r = sub.add_parser(
+        "registry",
+        help="every run of every design under an evidence root, with decisions and agreement",
+        description="List every prepared folder, run, pilot, calibration, analysis, comparison "
+        "and declaration under ROOT, grouped by design fingerprint and model variant; each run "
+        "with its decision (re-derived from its journal), completeness, audit and declaration; "
+        "runs of the same request bytes compared request by request. Exit 1 when a run is "
+        "unreadable or fails audit-run.",
+    )
+    r.add_argument("root", metavar="ROOT", nargs="?", default="evidence", help="default: evidence")
+    r.add_argument(
+        "--history",
+        action="store_true",
+        help="also list run folders that git history holds and the tree no longer does",
+    )
+    r.set_defaults(func=_cmd_registry)

@@ -1,0 +1,156 @@
+"""`needlepoint check-endpoint`: whether an endpoint would take a run, before a run spends on it.
+
+A wrong port used to cost the first planned request (journalled as ``connect_error``) and tied
+the run folder to that URL. This check sends nothing from any plan and writes nothing: it
+applies the runner's rule for the key (TLS, or a loopback host), reads the key from the
+environment as the runner does, and asks ``GET {base}/models`` once, with the same client
+(no retries, no proxies, the same timeouts, deadline and body bound). From the answer it says
+whether the server was reached, whether the key was accepted and whether the model is listed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from needlepoint.errors import NeedlepointError
+from needlepoint.run.settings import check_key_env_name, is_loopback, read_key
+
+MODELS_PATH = "/models"
+# A model list is small; a larger answer is not one.
+MAX_MODELS_BYTES = 4 * 1024 * 1024
+SHOWN_MODELS = 5
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: what was checked, whether it passed, and what was seen."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class EndpointReport:
+    """Every check made, in order; a failed check ends the list (later ones need it)."""
+
+    base_url: str
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def lines(self) -> list[str]:
+        out = [f"check-endpoint {self.base_url} (nothing from a plan is sent; nothing is written)"]
+        out += [f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}" for c in self.checks]
+        verdict = (
+            "OK: reachable, key accepted, model listed"
+            if self.ok
+            else f"FAILED at {next(c.name for c in self.checks if not c.ok)}"
+        )
+        out.append(f"check-endpoint {verdict}")
+        return out
+
+
+def _transport_check(base_url: str, allow_insecure_http: bool) -> Check:
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
+        raise NeedlepointError(f"--base-url {base_url!r} is not an http(s) URL")
+    host = parts.hostname
+    if parts.scheme == "https":
+        return Check("transport", True, f"https to {host} (its certificate is checked)")
+    if is_loopback(host):
+        return Check("transport", True, f"plain http to {host}, a loopback host: this machine")
+    if allow_insecure_http:
+        return Check("transport", True, f"plain http to {host}, allowed by --allow-insecure-http")
+    return Check(
+        "transport",
+        False,
+        f"plain http to {host}, which is not loopback: the key would travel unencrypted; use "
+        "https, a loopback host (127.0.0.0/8, ::1, localhost), or --allow-insecure-http "
+        "(nothing was sent)",
+    )
+
+
+def _listed(body: bytes) -> list[str] | None:
+    """The model ids of an OpenAI-style ``{"data": [{"id": ...}]}`` answer; None if not one."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    data = value.get("data") if isinstance(value, dict) else None
+    if not isinstance(data, list):
+        return None
+    return [str(m["id"]) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def check_endpoint(
+    base_url: str,
+    model: str,
+    api_key_env: str | None,
+    *,
+    allow_insecure_http: bool = False,
+    timeout_s: float = 15.0,
+) -> EndpointReport:
+    """Check ``base_url`` for a run of ``model`` with the key in ``api_key_env``.
+
+    Bad input (no URL, no variable, no key) raises NeedlepointError; everything the endpoint
+    does is a check that passes or fails.
+    """
+    from needlepoint.run.clock import RealClock
+    from needlepoint.run.transport import Transport
+
+    transport = _transport_check(base_url, allow_insecure_http)
+    if not transport.ok:
+        return EndpointReport(base_url, (transport,))
+    check_key_env_name(api_key_env)
+    key = read_key(str(api_key_env))
+    checks = [transport, Check("key", True, f"{api_key_env} is set ({len(key)} characters)")]
+    client = Transport(
+        base_url,
+        api_key=key,
+        timeout_s=timeout_s,
+        deadline_s=2 * timeout_s,
+        clock=RealClock(),
+        max_body_bytes=MAX_MODELS_BYTES,
+        path=MODELS_PATH,
+    )
+    try:
+        exchange = client.send(client.build_get())
+    finally:
+        client.close()
+    took = f"{exchange.latency_s:.2f} s"
+    if exchange.error is not None:
+        detail = exchange.error_detail.replace(key, "[REDACTED]")[:200]
+        hint = " (is the host and port right?)" if exchange.error == "connect_error" else ""
+        checks.append(Check(f"GET {MODELS_PATH}", False, f"{exchange.error}{hint}: {detail}"))
+        return EndpointReport(base_url, tuple(checks))
+    status = exchange.http_status
+    checks.append(Check(f"GET {MODELS_PATH}", True, f"HTTP {status} in {took}"))
+    if status in (401, 403):
+        checks.append(Check("auth", False, f"HTTP {status}: the key in {api_key_env} is refused"))
+        return EndpointReport(base_url, tuple(checks))
+    if status != 200:
+        checks.append(
+            Check(
+                "model list",
+                False,
+                f"HTTP {status}: no model list at {base_url.rstrip('/')}{MODELS_PATH} (the base "
+                "URL is where /chat/completions lives, often ending in /v1)",
+            )
+        )
+        return EndpointReport(base_url, tuple(checks))
+    checks.append(Check("auth", True, "the key was accepted (or is not required)"))
+    ids = _listed(exchange.body or b"")
+    if ids is None:
+        checks.append(Check("model list", False, "the answer is not a JSON model list (data)"))
+    elif model in ids:
+        checks.append(Check("model", True, f"{model} is listed ({len(ids)} models listed)"))
+    else:
+        shown = ", ".join(i.replace(key, "[REDACTED]")[:60] for i in ids[:SHOWN_MODELS]) or "none"
+        more = f" and {len(ids) - SHOWN_MODELS} more" if len(ids) > SHOWN_MODELS else ""
+        checks.append(Check("model", False, f"{model} is not listed; listed: {shown}{more}"))
+    return EndpointReport(base_url, tuple(checks))

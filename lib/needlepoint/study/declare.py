@@ -1,0 +1,184 @@
+"""`needlepoint declare PLAN.md --out DECL.json`: a plan bound to what results existed then.
+
+The record holds the plan's text and SHA-256, the time, and the journal head of every run and
+pilot and the decision of every analysis then present under the evidence root. An amendment
+(``--amends PREV.json``) cites the declaration it replaces by its file's SHA-256 and records the
+heads again, so a reader sees which outcomes the amender could have seen. A run started with
+``--declaration DECL.json`` carries the file's SHA-256 in run.json and in its journal's first
+record; `audit-run` checks it. The file is never overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import needlepoint
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import sha256_hex, write_bytes_atomic
+from needlepoint.run.clock import SIM_EPOCH, iso_utc, parse_iso_utc
+from needlepoint.run.declaration import (
+    DECLARATION_FORMAT,
+    DECLARATION_VERSION,
+    Amends,
+    AnalysisHead,
+    DeclarationRecord,
+    Declared,
+    JournalHead,
+    PlanText,
+    read_declaration,
+)
+from needlepoint.schema import document_bytes
+from needlepoint.study.scan import lenient_field, lenient_json, scan
+
+# A plan is prose; anything larger is not one (and would bloat every declaration that cites it).
+MAX_PLAN_BYTES = 1 << 20
+
+
+def read_plan(path: str | Path) -> PlanText:
+    """The plan file as UTF-8 text, with its SHA-256 (of the text's UTF-8 bytes)."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise NeedlepointError(f"{p}: is a folder; give the plan file (PLAN.md)")
+        if p.stat().st_size > MAX_PLAN_BYTES:
+            raise NeedlepointError(f"{p}: larger than {MAX_PLAN_BYTES} bytes; a plan is prose")
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise NeedlepointError(f"{p}: file not found") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise NeedlepointError(f"{p}: the plan is empty")
+    return PlanText(p.name, sha256_hex(data), text)
+
+
+def journal_head(run_dir: Path, shown: str, pilot: bool) -> JournalHead:
+    """One journal as it stands: record count, final hash, attempts, outcomes, latest time."""
+    from needlepoint.run.journal import read_chain
+
+    counts = {"records": 0, "attempt": 0, "outcome": 0}
+    latest: list[str] = []
+
+    def visit(r: dict[str, Any], _: Any) -> None:  # a stream: never the whole journal at once
+        counts["records"] += 1
+        if r.get("type") in ("attempt", "outcome"):
+            counts[r["type"]] += 1
+        t = r.get("time")
+        if isinstance(t, str):
+            try:
+                if not latest or parse_iso_utc(t) > parse_iso_utc(latest[0]):
+                    latest[:] = [t]
+            except (ValueError, OverflowError, OSError):
+                pass
+
+    chain = read_chain(run_dir, visit, keep=False)
+    declaration = lenient_field(lenient_json(run_dir / "run.json"), "declaration", "sha256")
+    return JournalHead(
+        path=shown,
+        kind="pilot" if pilot else "run",
+        records=counts["records"],
+        sha256=chain.head,
+        attempts=counts["attempt"],
+        outcomes=counts["outcome"],
+        last_time=latest[0] if latest else None,
+        declaration_sha256=declaration if isinstance(declaration, str) else None,
+    )
+
+
+def heads_under(root: Path) -> tuple[tuple[JournalHead, ...], tuple[AnalysisHead, ...]]:
+    """Every run and pilot journal, and every analysis, under ``root`` now."""
+    found = scan(root)
+    pilots = set(found.pilots)
+    heads = tuple(
+        journal_head(root / rel, rel, Path(rel).parent.as_posix() in pilots) for rel in found.runs
+    )
+    analyses = []
+    for rel in found.analyses:
+        doc = lenient_json(root / rel / "analysis.json")
+        journal, decision = (
+            lenient_field(doc, "run", "journal_sha256"),
+            lenient_field(doc, "primary", "decision"),
+        )
+        analyses.append(
+            AnalysisHead(
+                rel,
+                journal if isinstance(journal, str) and len(journal) == 64 else None,
+                decision if isinstance(decision, str) else "unreadable",
+            )
+        )
+    return heads, tuple(analyses)
+
+
+def _relative(target: Path, start: Path) -> str:
+    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
+
+
+def declare(
+    plan_path: str | Path,
+    out: str | Path,
+    root: str | Path,
+    *,
+    amends: str | Path | None = None,
+    simulated: bool = False,
+) -> Declared:
+    """Write a declaration (an amendment with ``amends``) and return it as read back.
+
+    ``simulated`` stamps the simulation epoch instead of the time, so a simulated pipeline's
+    evidence is reproducible byte for byte; every reader says that such a time proves nothing,
+    and a live run refuses such a declaration.
+    """
+    target = Path(out)
+    if target.exists() or target.is_symlink():
+        raise NeedlepointError(f"{target}: exists; a declaration is never overwritten")
+    if not target.parent.is_dir():
+        raise NeedlepointError(f"{target.parent}: no such folder")
+    plan = read_plan(plan_path)
+    base = Path(root)
+    heads, analyses = heads_under(base)
+    now = iso_utc(SIM_EPOCH if simulated else time.time())
+    previous = None
+    if amends is not None:
+        cited = read_declaration(amends)
+        if parse_iso_utc(cited.record.time) > parse_iso_utc(now):
+            raise NeedlepointError(
+                f"{amends}: made at {cited.record.time}, later than this amendment ({now})"
+            )
+        previous = Amends(cited.sha256, _relative(cited.path, target.parent), cited.record.time)
+    record = DeclarationRecord(
+        format=DECLARATION_FORMAT,
+        version=DECLARATION_VERSION,
+        package_version=needlepoint.__version__,
+        time=now,
+        simulation=simulated,
+        plan=plan,
+        amends=previous,
+        root=_relative(base, target.parent),
+        heads=heads,
+        analyses=analyses,
+    )
+    write_bytes_atomic(target, document_bytes(record))
+    return read_declaration(target)
+
+
+def declaration_summary(declared: Declared, root: str) -> list[str]:
+    """What `declare` prints: the file's SHA-256, the time and what was on record under
+    ``root`` (as the user named it)."""
+    r = declared.record
+    outcomes = sum(h.outcomes for h in r.heads)
+    what = "amendment" if r.amends else "declaration"
+    lines = [
+        f"{what} {declared.path.as_posix()}: sha256 {declared.sha256}",
+        f"made {r.time}" + (" (simulated clock: the time proves nothing)" if r.simulation else ""),
+        f"plan {r.plan.file}: sha256 {r.plan.sha256}",
+        f"on record under {root}: {len(r.heads)} journal(s) with {outcomes} outcome(s), "
+        f"{len(r.analyses)} analysis(es)",
+    ]
+    if r.amends:
+        lines.append(f"amends {r.amends.path} (sha256 {r.amends.sha256}, made {r.amends.time})")
+    lines.append(f"next: start runs with --declaration {declared.path.as_posix()}")
+    return lines
