@@ -1,0 +1,127 @@
+"""The committed declared study re-derives from its own files (issue 20, done when).
+
+Offline and without the model: the declaration came before every run (each journal's first
+record carries its SHA-256 and `audit-run` checks it), every planned request was attempted,
+results.csv, both calibrations, the main run's analysis and the README's generated tables come
+out byte for byte as committed, and the registry lists every run of the folder.
+
+The calibrations are re-derived against the record as it was when they were made: everything
+under `evidence/` except the main run, which was prepared from one of them afterwards (its
+materials would otherwise be avoided too). A design run under `evidence/` after this study would
+have to be left out the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from needlepoint.analysis.document import analyze_run
+from needlepoint.design.prepared import load_prepared, protocol_bytes
+from needlepoint.jsonio import file_sha256, read_json
+from needlepoint.local.compare import attempted
+from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
+from needlepoint.pilot.record import record_bytes
+from needlepoint.run.audit import audit_run
+from needlepoint.run.declaration import read_declaration
+from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive
+from needlepoint.study.fresh import records_for
+from needlepoint.study.readme import fill, marked, study_blocks
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
+STUDY = EVIDENCE / "20261201-declared-study"
+DECLARATION = STUDY / "declarations" / "declaration.json"
+RUNS = ("pilots/c1/run", "pilots/c2/run", "main/run")
+# The declared calibration options (declarations/plan.md), one version per candidate.
+VERSIONS = {"c1": 32, "c2": 33}
+
+
+def _options(version: int) -> CalibrationOptions:
+    return CalibrationOptions(
+        effect=0.2, max_requests=1024, simulations=1000, seed=20260930, version=version
+    )
+
+
+def _first_record(run: Path) -> dict:
+    with (run / "journal.jsonl").open(encoding="utf-8") as f:
+        return json.loads(f.readline())
+
+
+@pytest.mark.parametrize("rel", RUNS)
+def test_each_run_is_complete_audited_and_declared_first(rel: str) -> None:
+    run = STUDY / rel
+    report = audit_run(run)
+    assert report.ok, report.lines()
+    assert attempted(run) == len(load_prepared(run.parent / "prepared").plan)
+    declared = read_declaration(DECLARATION)
+    first = _first_record(run)
+    assert first["type"] == "session" and first["declaration_sha256"] == declared.sha256
+    assert declared.sha256 == file_sha256(DECLARATION)
+    # The declaration's own time comes before the run's first session, and it lists no journal
+    # of this study: nothing of it had run when it was made.
+    assert declared.record.time < first["time"]
+    assert not any("20261201-declared-study" in h.path for h in declared.record.heads)
+
+
+@pytest.mark.parametrize("rel", RUNS)
+def test_results_rederive_byte_for_byte(rel: str) -> None:
+    run = STUDY / rel
+    assert csv_bytes(derive(run).rows) == (run / RESULTS_NAME).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def then() -> tuple:
+    """The record as the calibrations saw it: everything but the main run."""
+    main = read_json(STUDY / "main" / "run" / "run.json")["design_fingerprint"]
+    return records_for(EVIDENCE, exclude=main)
+
+
+@pytest.mark.parametrize("cand", sorted(VERSIONS))
+def test_calibrations_rederive_byte_for_byte(cand: str, then: tuple) -> None:
+    result = calibrate(STUDY / "pilots" / cand, _options(VERSIONS[cand]), then)
+    committed = STUDY / "calibration"
+    assert record_bytes(result.record) == (committed / f"{cand}.json").read_bytes()
+    assert result.protocol is not None
+    assert protocol_bytes(result.protocol) == (committed / f"{cand}-protocol.json").read_bytes()
+
+
+def test_the_declared_choice_is_the_main_run() -> None:
+    """Fewest planned requests (cases x lengths x 8) among recommended versions; C1 on a tie."""
+    planned = {}
+    for cand in sorted(VERSIONS):
+        protocol = read_json(STUDY / "calibration" / f"{cand}-protocol.json")
+        planned[cand] = protocol["cases"] * len(protocol["lengths"]) * 8
+    chosen = min(sorted(planned), key=lambda c: planned[c])
+    main = load_prepared(STUDY / "main" / "prepared")
+    assert main.protocol == read_json(STUDY / "calibration" / f"{chosen}-protocol.json")
+    assert len(main.plan) == planned[chosen]
+
+
+def test_the_analysis_rederives_byte_for_byte(tmp_path: Path) -> None:
+    fresh = tmp_path / STUDY.name / "main"
+    fresh.mkdir(parents=True)
+    for part in ("prepared", "run"):
+        shutil.copytree(STUDY / "main" / part, fresh / part)
+    analyze_run(fresh / "run", fresh / "analysis")
+    for name in ("analysis.json", "summary.md"):
+        committed = (STUDY / "main" / "analysis" / name).read_bytes()
+        assert (fresh / "analysis" / name).read_bytes() == committed, name
+
+
+def test_the_readme_tables_are_what_the_files_say() -> None:
+    text = (STUDY / "README.md").read_text(encoding="utf-8")
+    blocks = study_blocks(STUDY, EVIDENCE)
+    assert set(blocks) <= set(marked(text))
+    assert marked(fill(text, blocks)) == marked(text)
+
+
+def test_the_registry_lists_every_run_of_the_folder() -> None:
+    registry = "\n".join(study_blocks(STUDY, EVIDENCE)["registry"])
+    for rel in RUNS:
+        kind = "run" if rel.startswith("main") else "pilot"
+        assert f"{kind} {STUDY.name}/{rel}:" in registry, rel
+    assert f"calibration {STUDY.name}/calibration/c1.json" in registry
+    assert f"analysis {STUDY.name}/main/analysis" in registry
