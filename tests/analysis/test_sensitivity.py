@@ -22,14 +22,19 @@ STUDY = PowerStudy(cases=(4, 2), effects=(0.0, 0.45, 0.9), simulations=40, seed=
 TITLE = "Design sensitivity: probability that the decision is 'supported'"
 HEADER = [
     "Design sensitivity (seeded simulation of hypothetical models; not a model result)",
-    "model: P(correct) B 0.95, M 0.9, E 0.85, A 0.8; protocol-failure rate 0.01; run stops "
-    "after 3 consecutive failures",
+    "model: P(correct) under low similarity B 0.95, M 0.9, E 0.85, A 0.8; under high similarity "
+    "B 0.95, E 0.85, A 0.8, and M 0.9 minus the added middle loss",
+    "these rates allow added middle losses from 0 to 0.9",
+    "between-case spread: SD 0 on the logit scale (0: every case alike); protocol-failure rate "
+    "0.01; run stops after 3 consecutive failures",
     "decision: difference >= 0.1 and 95% lower bound > 0, at least 2 complete cases; exact "
     "bootstrap up to 12 cases, else 10000 resamples (seed 20260930)",
     "40 simulated runs per point, seed 7",
     "",
-    "P(supported) by added middle loss (rows) and number of cases (columns):",
+    "P(supported) ± its Monte Carlo standard error, by added middle loss (rows) and number of "
+    "cases (columns):",
 ]
+STOP, DECISION, RUNS = 3, 4, 5  # where the stop rule, the decision and the runs are said
 
 
 def table(rows: list[tuple[int, float, float]]) -> pd.DataFrame:
@@ -59,12 +64,12 @@ def test_the_target_is_80_percent_and_reaching_it_exactly_counts() -> None:
 
 def test_the_lines_say_the_model_the_rule_the_grid_and_what_is_reached(tmp_path: Path) -> None:
     lines = sensitivity_lines(MODEL, STUDY)
-    assert lines[:6] == HEADER
-    assert lines[6:] == [
-        "effect       2 cases       4 cases",
-        "  0.00         0.150         0.025",
-        "  0.45         0.400         0.475",
-        "  0.90         0.650         0.975",
+    assert lines[: len(HEADER)] == HEADER
+    assert lines[len(HEADER) :] == [
+        "effect        2 cases        4 cases",
+        "  0.00   0.150 ± 0.056   0.025 ± 0.025",
+        "  0.45   0.400 ± 0.077   0.475 ± 0.079",
+        "  0.90   0.650 ± 0.075   0.975 ± 0.025",
         "",
         "2 cases: 80% power is not reached within the grid",
         "4 cases: smallest added middle loss detected with >= 80% probability: 0.90 on the grid "
@@ -76,8 +81,8 @@ def test_the_protocols_stop_rule_is_named_when_the_model_has_none() -> None:
     model = PowerModel(failure_rate=0.5)
     lines = sensitivity_lines(model, PowerStudy(cases=(2,), effects=(0.0,), simulations=5))
     stop = reference_protocol()["runner"]["max_consecutive_failures"]
-    assert lines[1].endswith(f"run stops after {stop} consecutive failures")
-    assert lines[3] == "5 simulated runs per point, seed 20260930"
+    assert lines[STOP].endswith(f"run stops after {stop} consecutive failures")
+    assert lines[RUNS] == "5 simulated runs per point, seed 20260930"
 
 
 def test_a_prepared_folders_protocol_replaces_the_reference(tmp_path: Path) -> None:
@@ -90,8 +95,8 @@ def test_a_prepared_folders_protocol_replaces_the_reference(tmp_path: Path) -> N
     folder = prepare_protocol(tmp_path / "prepared", protocol)
     study = PowerStudy(cases=(2,), effects=(0.0,), simulations=5)
     lines = sensitivity_lines(PowerModel(), study, prepared=str(folder))
-    assert lines[1].endswith("run stops after 5 consecutive failures")
-    assert lines[2].startswith("decision: difference >= 0.2 and 95% lower bound > 0")
+    assert lines[STOP].endswith("run stops after 5 consecutive failures")
+    assert lines[DECISION].startswith("decision: difference >= 0.2 and 95% lower bound > 0")
 
 
 def test_with_out_the_table_and_the_curve_are_written_and_named(
@@ -103,7 +108,7 @@ def test_with_out_the_table_and_the_curve_are_written_and_named(
     assert lines[-1] == "wrote power/power.csv and power/power_curve.png"
     expected = power_grid(MODEL, STUDY).to_csv(index=False, lineterminator="\n").encode()
     assert (out / "power.csv").read_bytes() == expected
-    assert expected.startswith(b"cases,effect,power,not_evaluable,mean_complete_cases,")
+    assert expected.startswith(b"cases,effect,power,power_se,not_evaluable,mean_complete_cases,")
     assert b"\r" not in expected
     assert (out / "power_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [f["args"][4] for f in figures] == [out / "power_curve.png"]
@@ -158,10 +163,14 @@ def test_without_a_model_or_a_study_the_defaults_are_used(monkeypatch: pytest.Mo
     monkeypatch.setattr(sensitivity, "PowerStudy", lambda: small)
     lines = sensitivity_lines()
     assert lines[1] == (
-        "model: P(correct) B 0.95, M 0.9, E 0.95, A 0.95; protocol-failure rate 0; run stops "
-        "after 2 consecutive failures"
+        "model: P(correct) under low similarity B 0.95, M 0.9, E 0.95, A 0.95; under high "
+        "similarity B 0.95, E 0.95, A 0.95, and M 0.9 minus the added middle loss"
     )
-    assert lines[3] == "5 simulated runs per point, seed 3"
+    assert lines[STOP] == (
+        "between-case spread: SD 0 on the logit scale (0: every case alike); protocol-failure "
+        "rate 0; run stops after 2 consecutive failures"
+    )
+    assert lines[RUNS] == "5 simulated runs per point, seed 3"
 
 
 def test_the_power_table_is_simulated_under_the_prepared_protocol(tmp_path: Path) -> None:
@@ -176,4 +185,5 @@ def test_the_power_table_is_simulated_under_the_prepared_protocol(tmp_path: Path
     frozen = load_prepared(folder).protocol
     power = float(power_grid(MODEL, study, frozen)["power"].iloc[0])
     assert power != float(power_grid(MODEL, study)["power"].iloc[0])
-    assert f"  0.50  {power:12.3f}" in sensitivity_lines(MODEL, study, prepared=folder)
+    lines = sensitivity_lines(MODEL, study, prepared=folder)
+    assert any(line.startswith(f"  0.50   {power:.3f} ± ") for line in lines), lines
