@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from needlepoint.analysis.document import analyze_run
+from needlepoint.cli.app import main
 from needlepoint.design.prepared import load_prepared, protocol_bytes
 from needlepoint.jsonio import file_sha256, read_json
 from needlepoint.local.compare import attempted
@@ -100,15 +100,19 @@ def test_the_declared_choice_is_the_main_run() -> None:
     assert len(main.plan) == planned[chosen]
 
 
-def test_the_analysis_rederives_byte_for_byte(tmp_path: Path) -> None:
-    fresh = tmp_path / STUDY.name / "main"
-    fresh.mkdir(parents=True)
-    for part in ("prepared", "run"):
-        shutil.copytree(STUDY / "main" / part, fresh / part)
-    analyze_run(fresh / "run", fresh / "analysis")
+def test_the_analysis_rederives_byte_for_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`needlepoint analyze main/run --out main/analysis`, run in the study folder as it was:
+    the summary's study record names the run relative to it and reads the declaration."""
+    study = tmp_path / "evidence" / STUDY.name
+    for part in ("main/prepared", "main/run", "declarations"):
+        shutil.copytree(STUDY / part, study / part)
+    monkeypatch.chdir(study)
+    assert main(["analyze", "main/run", "--out", "main/analysis"]) == 0
     for name in ("analysis.json", "summary.md"):
         committed = (STUDY / "main" / "analysis" / name).read_bytes()
-        assert (fresh / "analysis" / name).read_bytes() == committed, name
+        assert (study / "main" / "analysis" / name).read_bytes() == committed, name
 
 
 def test_the_readme_tables_are_what_the_files_say() -> None:

@@ -69,6 +69,8 @@ def test_fresh_materials_a_variant_and_a_root_without_runs_pass(root: Path, tmp_
     v3 = _override(tmp_path, "v3.json", version=3, cases=4, lengths=[12], seeds={"materials": 9})
     code, out, _ = run_cli(["prepare", "--out", str(root / "v3"), "--protocol", str(v3)])
     assert code == 0 and "materials: nothing shared with the designs run under" in out
+    # The evidence root is named, not its machine path (a printed line goes into logs).
+    assert "materials: nothing shared with the designs run under evidence\n" in out
     v2 = tmp_path / "v2.json"
     code, out, _ = run_cli(
         ["prepare", "--out", str(root / "variant"), "--protocol", str(v2), "--model", "m-2"]

@@ -93,15 +93,17 @@ def check_fresh(
     if root is None:
         return protocol, ["materials: no evidence root given or found; nothing on record checked"]
     overlaps = reuse_of(protocol, root)
+    from needlepoint.study.record import display  # no machine path in what is printed
+
     if not overlaps:
-        note = f"materials: nothing shared with the designs run under {root.as_posix()}"
+        note = f"materials: nothing shared with the designs run under {display(root)}"
         if reason:
             note += " (--reuse-materials not needed, not recorded)"
         return protocol, [note]
     if not (reason or "").strip():
         raise NeedlepointError(
             f"the new version reuses materials of a design already run under "
-            f"{root.as_posix()}: {overlaps[0]}; give it another seeds.materials, or "
+            f"{display(root)}: {overlaps[0]}; give it another seeds.materials, or "
             "--reuse-materials REASON to record why"
         )
     marked = dict(protocol, materials_reuse={"reason": reason.strip(), "overlaps": overlaps})
