@@ -134,5 +134,7 @@ def test_journal_state_keeps_each_seqs_first_attempt_and_adds_up_known_costs() -
     paid = [{"type": "outcome", "seq": s, "time": "2026-12-01T00:02:00Z", "cost": c}
             for s, c in ((1, 0.25), (2, 0.5), (3, None))]  # fmt: skip
     state = JournalState.of([first, again, *paid])
-    assert state.attempts == {4: first} and state.attempt_count == 2
+    # Only what the rules read is kept of an attempt (memory stays bounded on long journals).
+    kept = {"seq": 4, "request_sha256": None, "time": "2026-12-01T00:00:00Z"}
+    assert state.attempts == {4: kept} and state.attempt_count == 2
     assert state.spent == 0.75 and state.unknown_cost == [3]

@@ -69,7 +69,8 @@ def test_statuses_and_kinds_are_the_documented_words() -> None:
         "http_status", "connect_error", "indeterminate_timeout", "indeterminate_dropped",
         "indeterminate_deadline", "indeterminate_interrupted", "body_too_large",
         "content_encoding", "unparsable_json", "json_too_large", "json_too_deep",
-        "invalid_unicode", "usage_invalid", "uninterpretable", "no_choices", "finish_reason",
+        "invalid_unicode", "json_duplicate_key", "usage_invalid", "uninterpretable",
+        "no_choices", "finish_reason",
         "length_empty", "role", "model_mismatch", "content_missing", "content_not_string",
         "content_empty",
     )  # fmt: skip
