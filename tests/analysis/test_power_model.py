@@ -203,3 +203,11 @@ def test_the_command_takes_high_similarity_rates_and_a_spread(
     assert "must lie in [0, 0.25]" in capsys.readouterr().err
     assert main(["power", "--high-acc-e", "1.5"]) == 2
     assert "high_e must lie in [0, 1], got 1.5" in capsys.readouterr().err
+
+
+def test_certain_cells_raise_no_floating_point_error_whatever_the_callers_settings() -> None:
+    """log(0) is -inf on purpose: a caller that turns floating-point warnings into errors
+    still gets 0 and 1 back, not FloatingPointError."""
+    with np.errstate(all="raise"):
+        out = expit_shifted(np.array([0.0, 1.0]), np.array([[2.0, -2.0]]))
+    assert out.tolist() == [[0.0, 1.0]]

@@ -145,7 +145,14 @@ def test_the_core_modules_exist_and_the_config_is_what_staging_expects() -> None
     assert all(path.is_file() for path in files.values())
     for module in ("analysis.decision", "jsonio", "run.session", "pilot.calibrate"):
         assert f"needlepoint.{module}" in files
-    assert "--ignore-glob=tests/test_*.py" in table["pytest_add_cli_args_test_selection"]
+    selection = table["pytest_add_cli_args_test_selection"]
+    # The top-level tests that read the package's source are left out by name; the others run.
+    reading = sorted(a for a in selection if a.startswith("--ignore=tests/test_"))
+    assert reading == [
+        "--ignore=tests/test_layers.py", "--ignore=tests/test_limits_docs.py",
+        "--ignore=tests/test_schema_docs.py", "--ignore=tests/test_typed_records.py",
+    ]  # fmt: skip
+    assert not any(a.startswith("--ignore-glob=tests/test_") for a in selection)
 
 
 def test_mutmut_config_refuses_what_staging_cannot_handle(tmp_path: Path) -> None:

@@ -181,3 +181,9 @@ def test_list_names_each_mutant_by_constant_and_change(capsys: pytest.CaptureFix
     )
     assert "needlepoint.run.scoring._JAVA_TRIM_CHARS: 0x21 -> 32" in lines
     assert str(ROOT) not in "\n".join(lines)
+
+
+def test_the_top_level_tests_mutmut_leaves_out_by_name_still_run_for_constants() -> None:
+    files = script.test_files(run.mutmut_config())
+    assert "tests/test_limits_docs.py" in files and "tests/test_jsonio.py" in files
+    assert not any(f.startswith("tests/notebook/") for f in files)

@@ -103,7 +103,7 @@ class PowerModel:
 
 def expit_shifted(p: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """P(correct) after a per-case shift on the logit scale; 0 and 1 stay where they are."""
-    with np.errstate(divide="ignore", over="ignore"):
+    with np.errstate(divide="ignore"):  # log(0) is -inf and log1p(-1) is -inf, on purpose
         logit = np.log(p) - np.log1p(-p)
     return 1 / (1 + np.exp(-(logit + shift)))
 
