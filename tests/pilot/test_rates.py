@@ -66,3 +66,15 @@ def test_the_first_condition_without_a_valid_answer_is_named(
     _pooled(monkeypatch, values)
     got = rates.pilot_model(SimpleNamespace(outcomes=()), (12, 24), DESIGN)
     assert got == f"no valid {named} answer at lengths 12, 24"
+
+
+def test_an_effect_at_the_largest_attainable_is_attainable_and_above_it_is_explained() -> None:
+    model = PowerModel(acc_b=1.0, acc_m=1.0, acc_e=1.0, acc_a=0.0, high_b=0.5, high_e=0.0)
+    assert model.largest_effect == 0.25
+    assert rates.unattainable(model, 0.25, (12,)) is None
+    assert rates.unattainable(model, 0.3, (12, 24)) == (
+        "the pilot's rates (lengths 12, 24) allow an added middle loss of at most 0.250, below "
+        "the effect 0.3: with B 1.000, M 1.000, E 1.000 under low similarity and B 0.500, E "
+        "0.000 under high, even a middle that is always wrong under high similarity gives no "
+        "more, so no case count can power it"
+    )

@@ -83,8 +83,8 @@ class PowerModel:
 
     def rates(self, effect: float) -> dict[tuple[str, str], float]:
         """P(correct) per (similarity, condition) for one added middle loss."""
-        low = dict(zip(CONDITIONS, (self.acc_b, self.acc_m, self.acc_e, self.acc_a), strict=True))
-        out = {("low", c): p for c, p in low.items()}
+        out = {("low", "B"): self.acc_b, ("low", "M"): self.acc_m}
+        out |= {("low", "E"): self.acc_e, ("low", "A"): self.acc_a}
         out |= {("high", c): self.high(c) for c in ("B", "E", "A")}
         # Clamped only against rounding: the grid's effects are checked against the range first.
         out[("high", "M")] = min(1.0, max(0.0, self.largest_effect - effect))
