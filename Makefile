@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint local local-compare mutate
+.PHONY: setup run test lint local local-compare mutate mutate-constants mutate-summary
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -67,7 +67,18 @@ test: lint
 		$(BIN)/needlepoint evidence-diff $(REFERENCE_EVIDENCE) $$scratch; \
 		rc=$$?; rm -rf $$scratch; exit $$rc
 
-# Mutation testing of the core (docs/mutation.md): minutes, not part of `make test`.
-# `make mutate MODULES=needlepoint.run.scoring` checks one module.
+# Mutation testing of the core (docs/mutation.md): hours for all of it, not part of `make test`.
+# `make mutate MODULES=needlepoint.run.scoring` checks one module (a shard) and writes its results
+# file; `--keep` (or KEEP=1) resumes. make itself reads `--keep` as its --keep-going (-k), which
+# this rule turns into tools/mutate.py's --keep.
+MUTATE_KEEP = $(if $(KEEP)$(findstring k,$(firstword -$(MAKEFLAGS))),--keep)
 mutate: $(STAMP)
-	$(BIN)/python tools/mutate.py $(MODULES)
+	$(BIN)/python tools/mutate.py $(MUTATE_KEEP) $(MODULES)
+
+# The shards' results files added up into docs/mutation.md.
+mutate-summary: $(STAMP)
+	$(BIN)/python tools/mutate.py --summary
+
+# Each rule constant of the core changed in turn (mutmut never changes module-level constants).
+mutate-constants: $(STAMP)
+	$(BIN)/python tools/mutate_constants.py $(MODULES)

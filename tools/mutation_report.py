@@ -1,18 +1,19 @@
-"""Reading mutmut's verdicts for ``make mutate``: the score, the survivors, the register.
+"""Reading mutmut's verdicts for ``make mutate``: each mutant's change, the score, the survivors.
 
-Kept apart from tools/mutate.py (which stages and runs mutmut) so that the counting rules can
-be tested without running a single mutant. A registered equivalent mutant is named by its
-function and the exact line it changes, not by mutmut's number: numbers shift whenever a
-function gains a mutant, and a changed line makes the entry stale instead of silently
-excusing a different mutant.
+Kept apart from tools/mutate.py (which stages and runs mutmut) so that the counting rules can be
+tested without running a single mutant. A mutant's change is read from the file mutmut generates
+(every function copied once unchanged and once per mutant, with an index of where each copy
+lies): the lines of the mutant that differ from the unchanged copy, exactly as written, with
+their indentation. The register of equivalent mutants (tools/mutation_register.py) names mutants
+by those lines.
 """
 
 from __future__ import annotations
 
-import tomllib
+import difflib
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 # mutmut statuses (mutmut.stats.status_by_exit_code) and what they mean for the score.
 # A timeout (the mutant made a test loop) and a crash (killed by a signal) fail the tests too.
@@ -21,6 +22,7 @@ KILLED["caught by type check"] = "caught by the type check"
 NOT_KILLED = {"survived": "survived", "no tests": "reached by no test"}
 NOT_KILLED |= {"suspicious": "suspicious", "skipped": "skipped"}
 UNCHECKED = ("not checked", "check was interrupted by user")
+ORIG = "__mutmut_orig"
 
 
 class MutateError(Exception):
@@ -35,14 +37,17 @@ class Outcome:
     function: str  # e.g. needlepoint.run.scoring.classify, or ...java_random.JavaRandom.nextInt
     number: int
     status: str
-    before: str
-    after: str
+    before: str  # the changed lines of the original, exactly as written, joined by newlines
+    after: str  # the same lines in the mutant
 
     @classmethod
-    def of(cls, key: str, status: str, diff: str = "") -> Outcome:
+    def of(cls, key: str, status: str, change: tuple[str, str] = ("", "")) -> Outcome:
         function, number = function_of(key)
-        before, after = changed_lines(diff)
-        return cls(key, function, number, status, before, after)
+        return cls(key, function, number, status, *change)
+
+    @property
+    def module(self) -> str:
+        return self.key.rpartition(".")[0]
 
 
 def function_of(key: str) -> tuple[str, int]:
@@ -51,63 +56,47 @@ def function_of(key: str) -> tuple[str, int]:
     module, _, local = mangled.rpartition(".")
     if not sep or not number.isdigit() or not module:
         raise MutateError(f"not a mutmut mutant name: {key!r}")
+    return f"{module}.{unmangle(local, key)}", int(number)
+
+
+def unmangle(local: str, key: str = "") -> str:
+    """``Class.method`` or ``function`` from mutmut's ``xǁClassǁmethod`` or ``x_function``."""
     if local.startswith("xǁ") and local.count("ǁ") == 2:
         _, klass, name = local.split("ǁ")
-        return f"{module}.{klass}.{name}", int(number)
+        return f"{klass}.{name}"
     if local.startswith("x_"):
-        return f"{module}.{local[2:]}", int(number)
-    raise MutateError(f"not a mutmut mutant name: {key!r}")
+        return local[2:]
+    raise MutateError(f"not a mutmut mutant name: {key or local!r}")
 
 
-def changed_lines(diff: str) -> tuple[str, str]:
-    """The removed and the added lines of a unified diff, each stripped, one per line."""
-    before, after = [], []
-    for line in diff.splitlines():
-        if line.startswith(("---", "+++")):
+def mutant_changes(code: str, spans: Mapping[str, tuple[int, int]]) -> dict[str, tuple[str, str]]:
+    """``{local mutant name: (before, after)}`` for every mutant in one generated file.
+
+    ``spans`` gives the first and last line (1-based) of each generated function, as mutmut's
+    ``.spans`` index does. The generated names are put back to the function's own name, so
+    only the mutated lines differ (a default argument's mutant changes the ``def`` line); they
+    are kept exactly, indentation included.
+    """
+    lines = code.splitlines()
+    out = {}
+    for name, (start, end) in spans.items():
+        base, sep, number = name.rpartition("__mutmut_")
+        if not sep or not number.isdigit():
             continue
-        if line.startswith("-"):
-            before.append(line[1:].strip())
-        elif line.startswith("+"):
-            after.append(line[1:].strip())
-    return "\n".join(before), "\n".join(after)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One registered equivalent mutant."""
-
-    function: str
-    before: str
-    after: str
-    reason: str
-
-    def matches(self, o: Outcome) -> bool:
-        return (o.function, o.before, o.after) == (self.function, self.before, self.after)
-
-
-def load_register(path: Path) -> tuple[Entry, ...]:
-    """The ``[[equivalent]]`` entries of the register; each needs all four fields."""
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise MutateError(f"{path.name}: the equivalent-mutant register is missing") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MutateError(f"{path.name}: not valid TOML ({exc})") from None
-    entries = []
-    for i, raw in enumerate(data.get("equivalent", []), start=1):
-        fields = {k: raw.get(k) for k in ("function", "before", "after", "reason")}
-        bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
-        extra = sorted(set(raw) - set(fields))
-        if bad or extra:
-            what = f"needs {', '.join(bad)}" if bad else f"unknown field {extra[0]}"
-            raise MutateError(f"{path.name}: equivalent entry {i} {what}")
-        entries.append(Entry(**{k: v.strip() for k, v in fields.items()}))
-    seen = set()
-    for e in entries:
-        if (e.function, e.before, e.after) in seen:
-            raise MutateError(f"{path.name}: {e.function} is registered twice for one change")
-        seen.add((e.function, e.before, e.after))
-    return tuple(entries)
+        orig = spans.get(base + ORIG)
+        if orig is None:
+            raise MutateError(f"the generated file has no unchanged copy of {base}")
+        own = unmangle(base.rpartition(".")[2]).rpartition(".")[2]
+        a = [x.replace(base + ORIG, own) for x in lines[orig[0] - 1 : orig[1]]]
+        b = [x.replace(name, own) for x in lines[start - 1 : end]]
+        before, after = [], []
+        ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        for tag, i1, i2, j1, j2 in ops:
+            if tag != "equal":
+                before += a[i1:i2]
+                after += b[j1:j2]
+        out[name] = ("\n".join(before), "\n".join(after))
+    return out
 
 
 @dataclass
@@ -118,8 +107,8 @@ class Result:
     counted: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     survivors: dict[str, list[Outcome]] = field(default_factory=dict)
-    equivalent: list[tuple[Outcome, Entry]] = field(default_factory=list)
-    stale: list[Entry] = field(default_factory=list)
+    equivalent: list[tuple[Outcome, object]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # register entries that fail the run
     unchecked: int = 0
 
     @property
@@ -132,23 +121,24 @@ class Result:
         return f"killed {self.killed} of {self.counted} ({100 * self.killed / self.counted:.1f}%)"
 
 
-def score(outcomes: list[Outcome], register: tuple[Entry, ...]) -> Result:
-    """Count kills among the non-equivalent mutants; survivors grouped by function."""
+def score(outcomes: Sequence[Outcome], excused: Mapping[str, object]) -> Result:
+    """Count kills among the mutants not excused; survivors grouped by function.
+
+    ``excused`` maps a surviving mutant's key to the register entry that names it
+    (tools/mutation_register.py decides which, and refuses anything else).
+    """
     r = Result()
     survivors: dict[str, list[Outcome]] = defaultdict(list)
-    used: set[Entry] = set()
     for o in outcomes:
         if o.status in UNCHECKED:
             r.unchecked += 1
             continue
         if o.status not in KILLED and o.status not in NOT_KILLED:
             raise MutateError(f"{o.key}: unknown mutmut status {o.status!r}")
-        # Only a mutant the tests miss can be excused; a killed one counts, register or not.
-        candidates = register if o.status in NOT_KILLED else ()
-        entry = next((e for e in candidates if e.matches(o)), None)
-        if entry is not None:
-            used.add(entry)
-            r.equivalent.append((o, entry))
+        if o.key in excused:
+            if o.status != "survived":  # the register checks this too; never count it twice
+                raise MutateError(f"{o.key}: only a surviving mutant can be excused")
+            r.equivalent.append((o, excused[o.key]))
             continue
         r.by_status[o.status] = r.by_status.get(o.status, 0) + 1
         r.counted += 1
@@ -156,22 +146,28 @@ def score(outcomes: list[Outcome], register: tuple[Entry, ...]) -> Result:
             r.killed += 1
         else:
             survivors[o.function].append(o)
-    # An entry whose function is in the selection but which excused nothing names a line that
-    # changed, or a mutant the tests now kill: either way it must go.
-    in_scope = {o.function for o in outcomes}
-    r.stale = [e for e in register if e not in used and e.function in in_scope]
     r.survivors = {f: sorted(v, key=lambda o: o.number) for f, v in sorted(survivors.items())}
     return r
 
 
 def _change(o: Outcome) -> str:
-    before = o.before.replace("\n", " ⏎ ") or "(nothing)"
-    after = o.after.replace("\n", " ⏎ ") or "(removed)"
+    before = o.before.replace("\n", " ⏎ ").strip() or "(nothing)"
+    after = o.after.replace("\n", " ⏎ ").strip() or "(removed)"
     return f"{before}\n        -> {after}"
 
 
+def counts_line(r: Result, register_name: str) -> str:
+    """``1 killed, 2 survived; 3 registered as equivalent (...) and not counted.``"""
+    labels = (KILLED | NOT_KILLED).items()
+    parts = [f"{n} {label}" for s, label in labels if (n := r.by_status.get(s))]
+    return (
+        f"{', '.join(parts) or 'no mutants'}; {len(r.equivalent)} registered as equivalent "
+        f"({register_name}) and not counted."
+    )
+
+
 def render(r: Result, register_name: str) -> str:
-    """Survivors by function, the breakdown, and the score line last."""
+    """Survivors by function, register problems, the breakdown, and the score line last."""
     out = []
     if r.survivors:
         out.append("Surviving mutants, by function (each would change a rule unnoticed):")
@@ -180,18 +176,9 @@ def render(r: Result, register_name: str) -> str:
             for o in items:
                 status = "" if o.status == "survived" else f" [{NOT_KILLED[o.status]}]"
                 out.append(f"    #{o.number}{status}  {_change(o)}")
-    for e in r.stale:
-        out.append(
-            f"Stale register entry ({register_name}): {e.function}: {e.before!r} -> {e.after!r} "
-            "matches no surviving mutant; the line changed or the tests now kill it: remove it."
-        )
+    out += [f"Register ({register_name}): {p}" for p in r.problems]
     if r.unchecked:
         out.append(f"{r.unchecked} mutants were never checked: the run was interrupted.")
-    labels = (KILLED | NOT_KILLED).items()
-    parts = [f"{n} {label}" for s, label in labels if (n := r.by_status.get(s))]
-    out.append(
-        f"{', '.join(parts) or 'no mutants'}; {len(r.equivalent)} registered as equivalent "
-        f"({register_name}) and not counted."
-    )
+    out.append(counts_line(r, register_name))
     out.append(r.score_line())
     return "\n".join(out)

@@ -186,3 +186,47 @@ def test_seeded_monte_carlo_is_reproducible_and_seed_sensitive() -> None:
     c = percentile_interval(values, seed=6, resamples=1000)
     assert (a.lower, a.upper) == (b.lower, b.upper)
     assert (a.lower, a.upper) != (c.lower, c.upper)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4, 13])
+def test_the_binomial_table_is_exactly_n_plus_one_square(n: int) -> None:
+    from needlepoint.analysis.bootstrap import _binomials
+
+    table = _binomials(n)
+    assert table.shape == (n + 1, n + 1) and table.dtype == np.int64
+    expected = [[math.comb(r, c) if c <= r else 0 for c in range(n + 1)] for r in range(n + 1)]
+    assert table.tolist() == expected
+
+
+def test_by_default_twelve_values_are_exact_and_thirteen_take_10000_seeded_resamples() -> None:
+    from needlepoint.analysis.bootstrap import percentile_interval
+
+    assert percentile_interval(list(range(12))).method == "exact"
+    with pytest.raises(ValueError, match="a Monte Carlo bootstrap needs a seed"):
+        percentile_interval(list(range(13)))
+    mc = percentile_interval(list(range(13)), seed=4)
+    assert (mc.method, mc.resamples, mc.total) == ("monte-carlo", 10_000, 10_000)
+
+
+def test_values_are_read_as_float64_whatever_their_dtype() -> None:
+    from needlepoint.analysis.bootstrap import percentile_interval
+
+    v32 = np.array([0.1, 0.2, 0.7], dtype=np.float32)
+    result = percentile_interval(v32)
+    assert result.estimate == float(v32.astype(np.float64).mean())
+    assert result.estimate != float(v32.mean())
+
+
+def test_a_non_integral_monte_carlo_distribution_is_of_resample_means() -> None:
+    # Means, as scipy's bootstrap takes them, not sums divided afterwards (which round apart).
+    from needlepoint.analysis.bootstrap import percentile_interval
+
+    v = np.array([0.1 * k + 0.05 for k in range(14)])
+    result = percentile_interval(v, resamples=200, seed=1, denominator=3)
+    rng = np.random.default_rng(1)
+    means = v[rng.integers(0, 14, (200, 14), dtype=np.uint32)].mean(axis=-1)
+    points, counts = np.unique(means, return_counts=True)
+    np.testing.assert_array_equal(result.values, points / 3)
+    np.testing.assert_array_equal(result.weights, counts)
+    sums = v[np.random.default_rng(1).integers(0, 14, (200, 14), dtype=np.uint32)].sum(axis=-1)
+    assert not np.array_equal(np.unique(sums) / 42, points / 3)

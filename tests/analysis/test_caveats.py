@@ -8,6 +8,7 @@ gets, since the report prints it verbatim.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import MISSING, fields
 
@@ -38,7 +39,9 @@ EXPLORATORY = " (exploratory: over all valid responses, as no case is complete)"
 Rule = Callable[[str, str, str], str]  # (case, similarity, condition) -> outcome spec
 
 
-def run(rule: Rule, cases: int = 3, simulation: bool = False) -> list[str]:
+def run(
+    rule: Rule, cases: int = 3, simulation: bool = False, rename: Callable = lambda o: o
+) -> list[str]:
     """Caveats of a run over ``cases`` cases at one length; ``rule`` gives each outcome."""
     outcomes = []
     seq = 0
@@ -54,6 +57,7 @@ def run(rule: Rule, cases: int = 3, simulation: bool = False) -> list[str]:
                     )
                 )  # fmt: skip
     protocol = reference_protocol()
+    outcomes = [rename(o) for o in outcomes]
     inp = AnalysisInput(protocol, "f" * 64, tuple(outcomes), simulation, None, "test")
     return list(primary(inp).caveats)
 
@@ -149,6 +153,13 @@ def test_without_a_complete_case_a_correct_e_answer_lifts_the_floor() -> None:
     # Exploratory branch: M always fails, so no case is complete; B is wrong, E right. E is an
     # end position too, so there is no floor (a rule reading only B would claim one).
     rule = {"M": "protocol_failure:finish_reason", "B": "error:absent_code", "E": "correct"}
+    notes = run(lambda c, s, cond: rule.get(cond, "correct"))
+    assert not any(n.startswith("Floor") for n in notes)
+
+
+def test_without_a_complete_case_a_correct_b_answer_lifts_the_floor() -> None:
+    # The mirror image: E wrong, B right; B counts as an end position in the exploratory branch.
+    rule = {"M": "protocol_failure:finish_reason", "B": "correct", "E": "error:absent_code"}
     notes = run(lambda c, s, cond: rule.get(cond, "correct"))
     assert not any(n.startswith("Floor") for n in notes)
 
@@ -273,3 +284,13 @@ def test_the_incomplete_note_only_when_the_run_is_evaluable(broken: int, note: b
         lambda c, s, cond: "unexecuted" if int(c[1:]) <= broken and cond == "A" else "correct"
     )
     assert any("planned cases are incomplete" in n for n in notes) == note
+
+
+def test_a_similarity_other_than_low_or_high_counts_as_neither_for_the_ceiling() -> None:
+    # caveats reads the two similarity conditions by name: a row of any other similarity
+    # (no results table passes one, but caveats itself takes any Outcome) is not a 'high' one.
+    def medium(out: Outcome) -> Outcome:
+        return dataclasses.replace(out, similarity="medium") if out.similarity == "high" else out
+
+    notes = run(correct, rename=medium)
+    assert not any(n.startswith("Ceiling") for n in notes)

@@ -203,3 +203,34 @@ def test_the_command_takes_high_similarity_rates_and_a_spread(
     assert "must lie in [0, 0.25]" in capsys.readouterr().err
     assert main(["power", "--high-acc-e", "1.5"]) == 2
     assert "high_e must lie in [0, 1], got 1.5" in capsys.readouterr().err
+
+
+def test_certain_cells_raise_no_floating_point_error_whatever_the_callers_settings() -> None:
+    """log(0) is -inf on purpose: a caller that turns floating-point warnings into errors
+    still gets 0 and 1 back, not FloatingPointError."""
+    with np.errstate(all="raise"):
+        out = expit_shifted(np.array([0.0, 1.0]), np.array([[2.0, -2.0]]))
+    assert out.tolist() == [[0.0, 1.0]]
+
+
+def test_rates_name_each_condition_and_clamp_the_high_middle_to_a_probability() -> None:
+    model = PowerModel(acc_b=0.9, acc_m=0.8, acc_e=0.7, acc_a=0.6, high_b=0.5, high_e=0.4)
+    got = model.rates(0.3)
+    assert list(got) == [
+        ("low", "B"), ("low", "M"), ("low", "E"), ("low", "A"),
+        ("high", "B"), ("high", "E"), ("high", "A"), ("high", "M"),
+    ]  # fmt: skip
+    assert [got[k] for k in list(got)[:7]] == [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.6]
+    assert got[("high", "M")] == pytest.approx(model.largest_effect - 0.3)
+    # Outside the range (check_effects refuses it first) the middle stays a probability.
+    assert model.rates(model.smallest_effect - 0.5)[("high", "M")] == 1.0
+    assert model.rates(model.largest_effect + 0.5)[("high", "M")] == 0.0
+
+
+def test_the_effect_range_includes_both_ends() -> None:
+    model = PowerModel(acc_b=1.0, acc_m=0.5, acc_e=1.0, acc_a=1.0, high_b=1.0, high_e=1.0)
+    assert model.smallest_effect < 0 and model.largest_effect == 0.5  # so the range is [0, 0.5]
+    model.check_effects((0.0, -1e-12, model.largest_effect, model.largest_effect + 1e-12))
+    for outside in (-2e-12, model.largest_effect + 2e-12):
+        with pytest.raises(NeedlepointError, match=r"must lie in \[0, 0\.5\]"):
+            model.check_effects((outside,))

@@ -125,6 +125,10 @@ def test_another_format_is_refused(prepared: Prepared) -> None:
             lambda d: d["secondary"]["order_balance"]["valid_by_position"][0].update(x=1),
             "position keys must be numbers",
         ),
+        (lambda d: d["protocol"].update(fingerprint=1), "field protocol.fingerprint: expected"),
+        (lambda d: d["protocol"].update(model=1), "field protocol.model: expected"),
+        (lambda d: d["run"].update(source=None), "field run.source: expected"),
+        (lambda d: d["run"].update(unverified=1), "field run.unverified: expected"),
     ],
 )
 def test_malformed_fields_are_refused_by_name(prepared: Prepared, edit, message: str) -> None:
@@ -144,3 +148,30 @@ def test_the_document_is_frozen(prepared: Prepared) -> None:
     doc = build_document(make_input(prepared))
     with pytest.raises(dataclasses.FrozenInstanceError):
         doc.primary.decision = "supported"  # type: ignore[misc]
+
+
+def test_the_protocols_analysis_block_is_named_when_malformed() -> None:
+    from needlepoint.analysis.record import AnalysisParameters
+    from needlepoint.design.protocol import reference_protocol
+
+    protocol = reference_protocol()
+    del protocol["analysis"]["confidence"]
+    with pytest.raises(NeedlepointError, match=r"protocol analysis\.confidence: missing"):
+        AnalysisParameters.of(protocol)
+
+
+@pytest.mark.parametrize("later", ["design_fingerprint", "model", "body_profile"])
+def test_fields_added_later_read_as_none_and_are_written_back_absent(later: str) -> None:
+    from needlepoint.analysis.record import ProtocolRef, RunRef
+
+    full = {"id": "p", "version": 1, "fingerprint": "f", "design_fingerprint": "d", "model": "m",
+            "body_profile": "chat"}  # fmt: skip
+    older = {k: v for k, v in full.items() if k != later}
+    ref = ProtocolRef.from_plain(older, "protocol")
+    assert getattr(ref, later) is None
+    assert ref.to_plain() == older
+    assert ProtocolRef.from_plain(full, "protocol").to_plain() == full
+    run = RunRef.from_plain({"journal_sha256": None, "source": "s"}, "run")
+    assert run.unverified is None and run.to_plain() == {"journal_sha256": None, "source": "s"}
+    marked = {"journal_sha256": None, "source": "s", "unverified": "why"}
+    assert RunRef.from_plain(marked, "run").to_plain() == marked

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.ids import plain_id
 
 from needlepoint.cli.app import OneLineParser, build_parser, main
 
@@ -63,7 +64,7 @@ def test_every_sub_command_is_walked() -> None:
     assert len(CASES) > 2 * len(names)
 
 
-@pytest.mark.parametrize(("name", "argv"), CASES, ids=[" ".join(a) for _, a in CASES])
+@pytest.mark.parametrize(("name", "argv"), CASES, ids=[plain_id(" ".join(a)) for _, a in CASES])
 def test_a_usage_error_is_one_line_and_exit_2(
     name: str, argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:

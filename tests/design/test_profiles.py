@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.ids import plain_id
 
 from needlepoint.cli import main
 from needlepoint.design import profiles
@@ -104,7 +105,7 @@ def test_reasoning_effort_keeps_the_fingerprint() -> None:
         (("analysis", "threshold"), 0.2),
         (("orders",), ["B-M-A-E", "M-E-B-A"]),
     ],
-    ids=lambda v: ".".join(v) if isinstance(v, tuple) else None,
+    ids=lambda v: ".".join(v) if isinstance(v, tuple) else plain_id(repr(v)),
 )
 def test_design_changes_change_the_fingerprint(path: tuple, value: object) -> None:
     p = reference_protocol()

@@ -180,3 +180,31 @@ def test_any_body_gives_a_journalable_record_that_reclassifies_the_same(
         unknown="UNKNOWN",
     )
     assert again.to_json() == stored["classification"]
+
+
+def test_the_record_scores_with_the_protocols_unknown_token() -> None:
+    fields = received_fields(
+        3, "t", Exchange(answer(content='"NONE"')), answer=KEY, model="m", unknown="NONE",
+        rates=(None, None),
+    )  # fmt: skip
+    assert (fields["classification"]["status"], fields["classification"]["kind"]) == (
+        "error",
+        "false_unknown",
+    )
+
+
+def test_a_record_that_will_not_serialise_is_kept_in_a_safe_form() -> None:
+    import base64
+
+    body = answer()
+    fields = record(body, error_detail="reset by peer \udcff")
+    assert fields["error_detail"] == "reset by peer \udcff (record kept in a safe form)"
+    assert (fields["usage"], fields["cost"]) == (None, None)
+    assert (fields["body"], fields["body_encoding"]) == (base64.b64encode(body).decode(), "base64")
+    assert fields["classification"]["status"] == "correct"  # what audit-run derives from the bytes
+    nothing = record(None, error_detail="reset \udcff", http_status=None, error="dropped")
+    assert (nothing["body"], nothing["body_encoding"]) == (None, None)
+    assert nothing["error_detail"] == "reset \udcff (record kept in a safe form)"
+    plain = record(body, error_detail="reset by peer")
+    assert (plain["error_detail"], plain["body_encoding"]) == ("reset by peer", "utf-8")
+    assert plain["usage"] == {"prompt_tokens": 5, "completion_tokens": 1}

@@ -124,3 +124,17 @@ def test_journal_state_counts_sessions_and_keeps_the_latest_time() -> None:
     assert state.last_time == JournalState.of(records[3:4]).last_time
     assert JournalState.of([{"type": "attempt", "seq": 1}]).last_time is None
     assert JournalState.of([{"type": "Session", "time": "2026-12-01T00:00:00Z"}]).sessions == 0
+
+
+def test_journal_state_keeps_each_seqs_first_attempt_and_adds_up_known_costs() -> None:
+    from needlepoint.run.journal_records import JournalState
+
+    first = {"type": "attempt", "seq": 4, "time": "2026-12-01T00:00:00Z"}
+    again = {"type": "attempt", "seq": 4, "time": "2026-12-01T00:01:00Z"}
+    paid = [{"type": "outcome", "seq": s, "time": "2026-12-01T00:02:00Z", "cost": c}
+            for s, c in ((1, 0.25), (2, 0.5), (3, None))]  # fmt: skip
+    state = JournalState.of([first, again, *paid])
+    # Only what the rules read is kept of an attempt (memory stays bounded on long journals).
+    kept = {"seq": 4, "request_sha256": None, "time": "2026-12-01T00:00:00Z"}
+    assert state.attempts == {4: kept} and state.attempt_count == 2
+    assert state.spent == 0.75 and state.unknown_cost == [3]

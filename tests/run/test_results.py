@@ -240,3 +240,48 @@ def test_a_results_table_from_before_reasoning_tokens_reads_it_as_empty(
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     doc = json.loads((tmp_path / "a" / "analysis.json").read_text("utf-8"))
     assert doc["simulation"] is True
+
+
+def test_journal_summary_says_each_session_stop_kind_gap_latency_and_cost(reference_dir, tmp_path):
+    """Every line of the summary, exactly: two sessions (the first with an override reason and
+    no gap, the second spaced 30 s and priced), each stop, the outcome kinds in sorted order,
+    gaps over both sessions, the known and unknown cost and the journal's head."""
+    from needlepoint.run.journal import read_chain
+    from needlepoint.run.results import journal_summary
+
+    run = tmp_path / "run"
+    first = RunOptions(
+        allow=3, simulate="faulty", progress="off", min_gap_s=0, override_reason="one client"
+    )
+    run_protocol(reference_dir, run, first)
+    rates = {"input_rate": 0.5, "output_rate": 1.5}
+    run_protocol(
+        reference_dir,
+        run,
+        RunOptions(allow=6, simulate="faulty", progress="off", min_gap_s=30, **rates),
+    )
+    head = read_chain(run, keep=False).head
+    assert journal_summary(run) == [
+        "session 1 at 2026-01-01T00:00:00.000000Z: allow 3, min gap 0 s, override: one client",
+        "  stopped at 2026-01-01T00:00:02.646000Z: allowance_spent: 3 attempts recorded, --allow 3",
+        "session 2 at 2026-01-01T00:00:02.646000Z: allow 6, min gap 30 s",
+        "  stopped at 2026-01-01T00:01:35.292000Z: allowance_spent: 6 attempts recorded, --allow 6",
+        "attempts 6, outcomes 6",
+        "  correct: 4",
+        "  protocol_failure (finish_reason): 1",
+        "  protocol_failure (length_empty): 1",
+        "gaps: min 0 s, median 30 s",
+        "latency: median 0.882 s",
+        "cost: 0.003644 known, 3 unknown",
+        f"journal sha256 {head}",
+    ]
+
+
+def test_journal_summary_of_a_broken_chain_is_one_line(run):
+    from needlepoint.run.results import journal_summary
+
+    lines = (run / "journal.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[3] = lines[3].replace('"seq":', '"seq": ', 1)
+    (run / "journal.jsonl").write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(NeedlepointError, match=r"^journal chain broken: "):
+        journal_summary(run)

@@ -9,6 +9,7 @@ from importlib import resources
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.ids import plain_id
 
 from needlepoint.run.scoring import (
     ERROR_KINDS,
@@ -29,7 +30,7 @@ def reference_trim(s: str) -> str:
     return re.fullmatch(r"[\x00-\x20]*(.*?)[\x00-\x20]*", s, re.DOTALL).group(1)
 
 
-@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: ascii(v["input"]))
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: plain_id(repr(v["input"])))
 def test_java_trim_matches_openjdk(vector):
     assert java_trim(vector["input"]) == vector["java_trim"]
 

@@ -83,8 +83,8 @@ class PowerModel:
 
     def rates(self, effect: float) -> dict[tuple[str, str], float]:
         """P(correct) per (similarity, condition) for one added middle loss."""
-        low = dict(zip(CONDITIONS, (self.acc_b, self.acc_m, self.acc_e, self.acc_a), strict=True))
-        out = {("low", c): p for c, p in low.items()}
+        out = {("low", "B"): self.acc_b, ("low", "M"): self.acc_m}
+        out |= {("low", "E"): self.acc_e, ("low", "A"): self.acc_a}
         out |= {("high", c): self.high(c) for c in ("B", "E", "A")}
         # Clamped only against rounding: the grid's effects are checked against the range first.
         out[("high", "M")] = min(1.0, max(0.0, self.largest_effect - effect))
@@ -103,7 +103,7 @@ class PowerModel:
 
 def expit_shifted(p: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """P(correct) after a per-case shift on the logit scale; 0 and 1 stay where they are."""
-    with np.errstate(divide="ignore", over="ignore"):
+    with np.errstate(divide="ignore"):  # log(0) is -inf and log1p(-1) is -inf, on purpose
         logit = np.log(p) - np.log1p(-p)
     return 1 / (1 + np.exp(-(logit + shift)))
 

@@ -35,10 +35,10 @@ def encode_body(body: bytes | None) -> tuple[str | None, str | None]:
     if body is None:
         return None, None
     try:
-        text = body.decode("utf-8")
+        text: str | None = body.decode("utf-8")
     except UnicodeDecodeError:
-        return base64.b64encode(body).decode("ascii"), "base64"
-    if _escaped_extra(body) > len(body):
+        text = None
+    if text is None or _escaped_extra(body) > len(body):
         return base64.b64encode(body).decode("ascii"), "base64"
     return text, "utf-8"
 

@@ -1,0 +1,42 @@
+"""What ``decide_runs`` and ``_resample_counts`` promise at their own interface.
+
+A mutant is only registered as equivalent when no argument the function accepts can tell it
+apart (docs/mutation.md). The cache ``decide_runs`` fills is the caller's dict, and the counts
+``_resample_counts`` returns are its result: both are observable, so both are pinned here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from support.analysis import analysis_params
+
+from needlepoint.analysis.power import _resample_counts, decide_runs
+
+
+def test_the_callers_cache_holds_the_monte_carlo_counts_under_mc_and_the_case_count() -> None:
+    params = analysis_params(exact_bootstrap_max_cases=2, bootstrap_resamples=50)
+    cache: dict = {}
+    decide_runs(np.full((2, 3), 4), np.ones((2, 3), dtype=bool), 4, params, cache)
+    assert list(cache) == [("mc", 3)]
+    np.testing.assert_array_equal(cache["mc", 3], _resample_counts(3, 50, params.bootstrap_seed))
+
+
+def test_counts_already_in_the_cache_are_the_ones_used() -> None:
+    # Every resample of a cached table takes case 0 only: its numerator -1 decides alone.
+    params = analysis_params(exact_bootstrap_max_cases=2, bootstrap_resamples=50, threshold=0.0)
+    numerators, complete = np.array([[-1, 9, 9]]), np.ones((1, 3), dtype=bool)
+    assert decide_runs(numerators, complete, 4, params)[0].tolist() == [True]
+    only_first = np.zeros((50, 3), dtype=np.float32)
+    only_first[:, 0] = 3
+    cache = {("mc", 3): only_first}
+    assert decide_runs(numerators, complete, 4, params, cache)[0].tolist() == [False]
+
+
+def test_resample_counts_are_float32_counts_of_each_case_per_resample() -> None:
+    counts = _resample_counts(5, 7, 3)
+    assert counts.dtype == np.float32  # power_bytes budgets 4 bytes per count
+    assert counts.shape == (7, 5)
+    assert (counts.sum(axis=1) == 5).all()
+    draws = np.random.default_rng(3).integers(0, 5, (7, 5))
+    expected = np.stack([np.bincount(row, minlength=5) for row in draws])
+    np.testing.assert_array_equal(counts, expected)

@@ -1,0 +1,211 @@
+"""One results file per shard (a core module), and the table in docs/mutation.md adding them up.
+
+A shard's file is written only when every mutant of the module has a verdict measured on one
+committed state of the code and tests, and the register holds for it: it records that commit,
+the date, the population, the verdict counts, every survivor and every excused mutant with its
+reason. The summary never presents a sum as complete unless every core module has a file; it
+names the modules it leaves out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mutation_report import KILLED, MutateError, Outcome, Result, counts_line
+
+RESULTS = Path("docs") / "mutation"
+DOC = Path("docs") / "mutation.md"
+FORMAT = "needlepoint-mutation-shard"
+BEGIN = (
+    "<!-- shard table: written by tools/mutate.py --summary from docs/mutation/; do not edit -->"
+)
+END = "<!-- end of the shard table -->"
+
+
+def shard_record(
+    module: str,
+    source: Path,
+    outcomes: Sequence[Outcome],
+    result: Result,
+    commit: str,
+    seconds: float,
+) -> dict:
+    """Everything a reader needs to trust one shard's score, as a JSON-ready dict."""
+    import mutmut
+
+    version = getattr(mutmut, "__version__", None) or _dist_version("mutmut")
+    timed_out = result.by_status.get("timeout", 0)
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "module": module,
+        "file": f"lib/{module.replace('.', '/')}.py",
+        "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "commit": commit,
+        "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "mutmut": version,
+        "mutants": len(outcomes),
+        "verdicts": dict(sorted(Counter(o.status for o in outcomes).items())),
+        "equivalent": len(result.equivalent),
+        "counted": result.counted,
+        "killed": result.killed,
+        "timed_out": timed_out,
+        "mutant_seconds": round(seconds, 1),
+        "survivors": [_mutant(o) for items in result.survivors.values() for o in items],
+        "excused": [
+            _mutant(o) | {"reason": e.reason} for o, e in sorted(result.equivalent, key=_order)
+        ],
+        "counts": counts_line(result, "tests/mutation_equivalents.toml"),
+    }
+
+
+def _order(pair: tuple[Outcome, object]) -> tuple[str, int]:
+    return pair[0].function, pair[0].number
+
+
+def _mutant(o: Outcome) -> dict:
+    return {
+        "function": o.function,
+        "number": o.number,
+        "status": o.status,
+        "before": o.before,
+        "after": o.after,
+    }
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+def write_record(root: Path, record: dict) -> Path:
+    path = root / RESULTS / f"{record['module']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    path.write_text(text, "utf-8")
+    return path
+
+
+def read_records(root: Path, modules: Sequence[str]) -> dict[str, dict]:
+    """The committed results files by module; one for a module not in the core is refused."""
+    out = {}
+    for path in sorted((root / RESULTS).glob("*.json")):
+        record = json.loads(path.read_text("utf-8"))
+        if record.get("format") != FORMAT or record.get("module") != path.stem:
+            raise MutateError(f"{path.relative_to(root)}: not a shard results file")
+        if path.stem not in modules:
+            raise MutateError(f"{path.relative_to(root)}: {path.stem} is not a core module")
+        out[path.stem] = record
+    return out
+
+
+def _pct(killed: int, counted: int) -> str:
+    return f"{100 * killed / counted:.1f}%" if counted else "-"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def table(records: Mapping[str, dict], modules: Sequence[str]) -> str:
+    """The markdown table of the shards, their sum, and what the sum leaves out."""
+    head = (
+        "| Shard (module) | Commit | Date | Mutants | Equivalent | Killed (timed out) "
+        "| Not killed | Score | Mutant time |"
+    )
+    rows = [head, "|" + "---|" * 9]
+    total = Counter()
+    for m in modules:
+        if m not in records:
+            continue
+        r = records[m]
+        missed = r["counted"] - r["killed"]
+        rows.append(
+            f"| `{m.removeprefix('needlepoint.')}` | `{r['commit'][:10]}` | {r['measured'][:10]} "
+            f"| {r['mutants']} | {r['equivalent']} | {r['killed']} ({r['timed_out']}) | {missed} "
+            f"| {_pct(r['killed'], r['counted'])} | {_minutes(r['mutant_seconds'])} |"
+        )
+        total.update({k: r[k] for k in ("mutants", "equivalent", "killed", "counted")})
+        total.update({"timed_out": r["timed_out"], "seconds": r["mutant_seconds"]})
+    left_out = [m.removeprefix("needlepoint.") for m in modules if m not in records]
+    label = (
+        f"all {len(modules)} shards"
+        if not left_out
+        else (f"{len(records)} of {len(modules)} shards (partial)")
+    )
+    rows.append(
+        f"| **{label}** | | | {total['mutants']} | {total['equivalent']} "
+        f"| {total['killed']} ({total['timed_out']}) | {total['counted'] - total['killed']} "
+        f"| **{_pct(total['killed'], total['counted'])}** | {_minutes(total['seconds'])} |"
+    )
+    if left_out:
+        rows += ["", f"Not measured yet, so left out of the sum: {', '.join(left_out)}."]
+    return "\n".join(rows)
+
+
+def summary(root: Path, modules: Sequence[str], write: bool) -> str:
+    """The shard table; with ``write``, also put into docs/mutation.md between its markers."""
+    records = read_records(root, modules)
+    text = table(records, modules)
+    if write:
+        doc = root / DOC
+        old = doc.read_text("utf-8")
+        if old.count(BEGIN) != 1 or old.count(END) != 1:
+            raise MutateError(f"{DOC}: needs the shard table's two marker lines once each")
+        before, rest = old.split(BEGIN)
+        _, after = rest.split(END)
+        doc.write_text(f"{before}{BEGIN}\n{text}\n{END}{after}", "utf-8")
+    stale = [
+        m
+        for m, r in records.items()
+        if hashlib.sha256((root / r["file"]).read_bytes()).hexdigest() != r["source_sha256"]
+    ]
+    if stale:
+        text += "\n\nChanged since measured (run these shards again): " + ", ".join(stale)
+    return text
+
+
+def record_shards(
+    root: Path,
+    files: Mapping[str, Path],
+    outcomes: Sequence[Outcome],
+    excused: Mapping[str, object],
+    problems: Sequence[str],
+    complete: Mapping[str, bool],
+    seconds: Mapping[str, float],
+    commit: str,
+    clean: bool,
+) -> list[str]:
+    """Write the results file of every module in ``outcomes`` that may have one; say why not."""
+    from mutation_report import score
+
+    lines = []
+    for module in sorted({o.module for o in outcomes}):
+        mine = [o for o in outcomes if o.module == module]
+        name = module.removeprefix("needlepoint.")
+        why = (
+            "not every mutant has a verdict on the code staged now"
+            if not complete[module]
+            else "uncommitted changes to code or tests"
+            if not clean
+            else "the register fails"
+            if any(p.startswith(module + ".") for p in problems)
+            else ""
+        )
+        if why:
+            lines.append(f"{name}: no results file ({why})")
+            continue
+        result = score(mine, {k: v for k, v in excused.items() if k.startswith(module + ".")})
+        record = shard_record(module, files[module], mine, result, commit, seconds[module])
+        path = write_record(root, record)
+        lines.append(f"{name}: {result.score_line()} -> {path.relative_to(root)}")
+    return lines
+
+
+__all__ = ["KILLED", "record_shards", "summary", "table"]
