@@ -369,3 +369,19 @@ def test_write_results_reads_the_prepared_folder_it_is_given(run, reference_dir,
     with pytest.raises(NeedlepointError):
         write_results(run)
     assert write_results(run, moved).prepared_dir == moved
+
+
+def test_differs_at_counts_the_lines_inside_a_quoted_cell(tmp_path):
+    """An answer may hold line feeds: one row is then several lines of the file, and the
+    differing line is counted inside the row."""
+    from needlepoint.run.results import csv_bytes, differs_at
+
+    rows = _rows("1", "2")
+    rows[1]["response_text"] = "first\nsecond\nthird"
+    good = csv_bytes(rows)
+    path = tmp_path / "results.csv"
+    for word, line in ((b"first", 3), (b"second", 4), (b"third", 5)):
+        path.write_bytes(good.replace(word, word.upper()))
+        assert differs_at(path, rows) == line
+    path.write_bytes(good)
+    assert differs_at(path, rows) is None
