@@ -307,3 +307,23 @@ def test_the_summary_opens_with_the_headline_and_a_legend(prepared: Prepared) ->
     assert caveats != "(none)"
     assert "Position at floor or ceiling: B under low similarity 0/16 (floor); " in caveats
     assert "B under high similarity 0/16 (floor)" in caveats
+
+
+def test_the_model_checks_and_the_size_source_are_named_in_words(prepared: Prepared) -> None:
+    """The names a reader sees in the panel and the lengths line, as literal text (a test
+    comparing them with the module's own constants could not notice a changed name)."""
+    from needlepoint.analysis.context import length_sizes
+
+    inp = from_run(GEMMA / "gemma3")
+    cases, _, _ = preregistered_numerators(inp.outcomes)
+    logistic, linear = model_fits(scores(inp.outcomes), cases, [12], Fraction(5, 14),
+                                  "not supported", analysis_params())  # fmt: skip
+    assert logistic.model == "GEE, logistic (logit link)"
+    assert linear.model == "GEE, linear probability (identity link)"
+    sandwich = "bias-reduced sandwich (Mancl–DeRouen), t on cases − 1 df"
+    assert logistic.covariance == linear.covariance == sandwich
+    # No token_counts.json and no usage: the size is in characters, and says so.
+    outcomes = [replace(o, prompt_tokens=None) for o in make_input(prepared).outcomes]
+    sizes = length_sizes(prepared, outcomes)
+    assert {s.source for s in sizes} == {"characters of the prompt text (no token count recorded)"}
+    assert {s.unit for s in sizes} == {"characters"}

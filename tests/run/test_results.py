@@ -285,3 +285,103 @@ def test_journal_summary_of_a_broken_chain_is_one_line(run):
     (run / "journal.jsonl").write_text("".join(lines), encoding="utf-8")
     with pytest.raises(NeedlepointError, match=r"^journal chain broken: "):
         journal_summary(run)
+
+
+def test_summary_lines_count_each_status_and_label_a_simulation(faulty_run):
+    from needlepoint.run.results import RunResults, summary_lines
+
+    results = load_run_results(faulty_run)
+    statuses = [row["status"] for row in results.rows]
+    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
+    assert counts == {"correct": 23, "protocol_failure": 19, "unexecuted": 86}
+    assert summary_lines(results) == [
+        "SIMULATION - not a model result. 128 planned rows: correct 23, protocol_failure 19, "
+        "unexecuted 86",
+        f"journal {results.journal_sha256}",
+    ]
+    live = RunResults(results.rows, False, "h", results.prepared_fingerprint, results.prepared_dir)
+    assert summary_lines(live) == [
+        "128 planned rows: correct 23, protocol_failure 19, unexecuted 86",
+        "journal h",
+    ]
+
+
+def _rows(*texts: str) -> list[dict[str, str]]:
+    return [{name: (t if name == "seq" else "") for name in RESULT_COLUMNS} for t in texts]
+
+
+def test_differs_at_names_the_first_differing_line(tmp_path):
+    from needlepoint.run.results import csv_bytes, differs_at
+
+    rows = _rows("1", "2", "3")
+    good = csv_bytes(rows)
+    path = tmp_path / "results.csv"
+    path.write_bytes(good)
+    assert differs_at(path, rows) is None
+    lines = good.split(b"\n")
+    for n in (1, 2, 4):  # the header, the first and the last row (line numbers from 1)
+        changed = list(lines)
+        changed[n - 1] = changed[n - 1][:-1] + b"X"
+        path.write_bytes(b"\n".join(changed))
+        assert differs_at(path, rows) == n
+    path.write_bytes(good + b"more")  # a longer file differs after the last line
+    assert differs_at(path, rows) == 5
+    path.write_bytes(good[:-3])  # a shorter one where it ends
+    assert differs_at(path, rows) == 4
+    path.write_bytes(b"")
+    assert differs_at(path, rows) == 1
+
+
+def test_journal_summary_of_a_fully_priced_run_names_no_unknown_cost(reference_dir, tmp_path):
+    from needlepoint.run.results import journal_summary
+
+    options = RunOptions(
+        allow=2, simulate="perfect", progress="off", min_gap_s=0, override_reason="x",
+        input_rate=0.5, output_rate=1.5,
+    )  # fmt: skip
+    run_protocol(reference_dir, tmp_path / "run", options)
+    assert journal_summary(tmp_path / "run")[-2] == "cost: 0.001409 known"
+
+
+def test_journal_summary_names_the_chains_first_problem(run):
+    from needlepoint.run.journal import read_chain
+    from needlepoint.run.results import journal_summary
+
+    lines = (run / "journal.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    for i in (3, 9):  # two broken records: the first is named
+        lines[i] = lines[i].replace('"seq":', '"seq": ', 1)
+    (run / "journal.jsonl").write_text("".join(lines), encoding="utf-8")
+    problems = read_chain(run, keep=False).problems
+    assert len(problems) >= 2
+    with pytest.raises(NeedlepointError) as caught:
+        journal_summary(run)
+    assert str(caught.value) == f"journal chain broken: {problems[0]}"
+
+
+def test_write_results_reads_the_prepared_folder_it_is_given(run, reference_dir, tmp_path):
+    import shutil
+
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(reference_dir, moved)
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    meta["prepared_dir"] = "../nowhere"
+    (run / "run.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(NeedlepointError):
+        write_results(run)
+    assert write_results(run, moved).prepared_dir == moved
+
+
+def test_differs_at_counts_the_lines_inside_a_quoted_cell(tmp_path):
+    """An answer may hold line feeds: one row is then several lines of the file, and the
+    differing line is counted inside the row."""
+    from needlepoint.run.results import csv_bytes, differs_at
+
+    rows = _rows("1", "2")
+    rows[1]["response_text"] = "first\nsecond\nthird"
+    good = csv_bytes(rows)
+    path = tmp_path / "results.csv"
+    for word, line in ((b"first", 3), (b"second", 4), (b"third", 5)):
+        path.write_bytes(good.replace(word, word.upper()))
+        assert differs_at(path, rows) == line
+    path.write_bytes(good)
+    assert differs_at(path, rows) is None

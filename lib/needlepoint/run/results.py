@@ -236,7 +236,7 @@ def journal_summary(run_dir: str | Path) -> list[str]:
     state = JournalState()
 
     def visit(r: dict[str, Any], at: Any) -> None:
-        state.add(r, at)
+        state.add(r)  # an outcome's place in the file is for reading its text later: not here
         if r["type"] == "session":
             reason = f", override: {r['override_reason']}" if r.get("override_reason") else ""
             out.append(
