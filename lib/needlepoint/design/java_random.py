@@ -13,6 +13,7 @@ from typing import Any
 _MULTIPLIER = 0x5DEECE66D
 _ADDEND = 0xB
 _MASK = (1 << 48) - 1
+_INT_MIN = -(1 << 31)
 _INT_MAX = (1 << 31) - 1
 _DOUBLE_UNIT = 1.0 / (1 << 53)
 
