@@ -4,10 +4,33 @@ against a packaged model served on 127.0.0.1 (the commands `pilot` and `run` do 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from needlepoint.cli import args as types
-from needlepoint.cli.pilot import add_evidence_root
+from needlepoint.cli.pilot import add_pilot_flags
 from needlepoint.cli.run import add_declaration_flag
+
+
+def _serving(args: argparse.Namespace) -> dict[str, Any]:
+    """The serving and run options both commands pass on, from their shared flags."""
+    return {
+        "allow": args.allow,
+        "model": args.model,
+        "n_ctx": args.n_ctx,
+        "timeout_s": args.timeout_s,
+        "progress": "off" if args.no_progress else "auto",
+        "declaration": args.declaration,
+    }
+
+
+def _serving_flags(p: argparse.ArgumentParser) -> None:
+    """The flags both commands share: the allowance, the model and server, the declaration."""
+    p.add_argument("--allow", type=types.positive_int, required=True, help="most attempts")
+    p.add_argument("--model", default="smollm2", help="packaged model key or alias")
+    p.add_argument("--n-ctx", type=types.n_ctx, help="server context size (default: window)")
+    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_declaration_flag(p)
 
 
 def _cmd_local_pilot(args: argparse.Namespace) -> int:
@@ -20,12 +43,7 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
         args.out,
         parse_ints("--lengths", args.lengths),
         args.cases,
-        allow=args.allow,
-        model=args.model,
-        n_ctx=args.n_ctx,
-        timeout_s=args.timeout_s,
-        progress="off" if args.no_progress else "auto",
-        declaration=args.declaration,
+        **_serving(args),
         version=args.version,
         records=records,
         check=check,
@@ -43,12 +61,7 @@ def _cmd_local_run(args: argparse.Namespace) -> int:
     summary, results = run_local(
         args.prepared,
         args.run_dir,
-        allow=args.allow,
-        model=args.model,
-        n_ctx=args.n_ctx,
-        timeout_s=args.timeout_s,
-        progress="off" if args.no_progress else "auto",
-        declaration=args.declaration,
+        **_serving(args),
     )
     for line in [*summary.lines(), *summary_lines(results)]:
         print(line)
@@ -64,21 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check runs before the first request, and the server's facts go into run.json.",
     )
     p.add_argument("--protocol", required=True, help="the design's protocol file (its model)")
-    p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
-    p.add_argument("--lengths", required=True, help="background lengths, e.g. 12,24,48")
-    p.add_argument("--cases", type=types.positive_int, required=True, help="pilot cases")
-    p.add_argument("--allow", type=types.positive_int, required=True, help="most attempts")
-    p.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    p.add_argument("--n-ctx", type=types.n_ctx, help="server context size (default: window)")
-    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--version",
-        type=types.whole(1, 2**31 - 1),
-        help="the pilot protocol's version (default: design's + 1)",
-    )
-    add_evidence_root(p)
-    add_declaration_flag(p)
+    add_pilot_flags(p)
+    _serving_flags(p)
     p.set_defaults(func=_cmd_local_pilot)
 
     r = sub.add_parser(
@@ -89,10 +89,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("prepared", metavar="DIR", help="prepared folder (its model is served)")
     r.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
-    r.add_argument("--allow", type=types.positive_int, required=True, help="most attempts")
-    r.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    r.add_argument("--n-ctx", type=types.n_ctx, help="server context size (default: window)")
-    r.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_declaration_flag(r)
+    _serving_flags(r)
     r.set_defaults(func=_cmd_local_run)

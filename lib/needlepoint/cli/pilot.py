@@ -154,10 +154,27 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_pilot_flags(p: argparse.ArgumentParser) -> None:
+    """The flags `pilot` and `local-pilot` share: the folder, the pilot's shape and version,
+    and the evidence root its materials and version must be fresh against."""
+    from needlepoint.cli import args as types
+    from needlepoint.design.protocol_schema import MAX_CASES
+
+    p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
+    p.add_argument("--lengths", required=True, help="background lengths to try, e.g. 12,24,48")
+    p.add_argument("--cases", type=types.whole(1, MAX_CASES), required=True, help="pilot cases")
+    p.add_argument(
+        "--version",
+        type=types.whole(1, 2**31 - 1),
+        help="the pilot protocol's version (default: design's + 1)",
+    )
+    add_evidence_root(p)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the pilot and calibrate sub-commands."""
     from needlepoint.cli import args as types
-    from needlepoint.design.protocol_schema import MAX_CASES, MAX_REQUESTS
+    from needlepoint.design.protocol_schema import MAX_REQUESTS
     from needlepoint.pilot.calibration_limits import MAX_SEARCH_CASES, MAX_SIMULATIONS
 
     p = sub.add_parser(
@@ -168,15 +185,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Running again on the same --out resumes.",
     )
     p.add_argument("--protocol", help="the design's protocol file (default: the reference v1)")
-    p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
-    p.add_argument("--lengths", required=True, help="background lengths to try, e.g. 12,24,48")
-    p.add_argument("--cases", type=types.whole(1, MAX_CASES), required=True, help="pilot cases")
-    p.add_argument(
-        "--version",
-        type=types.whole(1, 2**31 - 1),
-        help="the pilot protocol's version (default: design's + 1)",
-    )
-    add_evidence_root(p)
+    add_pilot_flags(p)
     add_run_flags(p)
     p.set_defaults(func=_cmd_pilot)
 
