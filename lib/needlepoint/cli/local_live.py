@@ -34,7 +34,7 @@ def _serving_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_local_pilot(args: argparse.Namespace) -> int:
-    from needlepoint.cli.pilot import parse_ints, pilot_record
+    from needlepoint.cli.pilot import parse_ints, pilot_record, report_pilot
     from needlepoint.local.live import run_local_pilot
 
     records, check = pilot_record(args)
@@ -48,10 +48,7 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
         records=records,
         check=check,
     )
-    for line in result.lines():
-        print(line)
-    print(f"wrote {args.out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {args.out}")
-    return 0 if result.summary.stop_reason in ("complete", "allowance_spent") else 3
+    return report_pilot(args.out, result)
 
 
 def _cmd_local_run(args: argparse.Namespace) -> int:

@@ -90,9 +90,14 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
         records=records,
         check=check,
     )
+    return report_pilot(args.out, result)
+
+
+def report_pilot(out: str, result: Any) -> int:
+    """Print a pilot's lines and the next step; 3 when the run stopped before its end."""
     for line in result.lines():
         print(line)
-    print(f"wrote {args.out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {args.out}")
+    print(f"wrote {out.rstrip('/')}/run/results.csv; next: needlepoint calibrate {out}")
     return 0 if result.summary.stop_reason in ("complete", "allowance_spent") else 3
 
 
