@@ -185,40 +185,18 @@ def test_ctrl_c_in_the_first_moments_is_one_line(small: Path) -> None:
             assert child.returncode in (0, 130, -signal.SIGINT), (delay, child.returncode, err)
 
 
+LOCAL_PILOT = ["local-pilot", "--protocol", "D", "--out", "R", "--lengths", "12"]
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         ["local-run", "P", "--run-dir", "R", "--allow", "0"],
         ["local-run", "P", "--run-dir", "R", "--allow", "4", "--timeout-s", "1e308"],
         ["local-run", "P", "--run-dir", "R", "--allow", "4", "--n-ctx", "0"],
-        [
-            "local-pilot",
-            "--protocol",
-            "D",
-            "--out",
-            "R",
-            "--lengths",
-            "12",
-            "--cases",
-            "0",
-            "--allow",
-            "4",
-        ],
-        [
-            "local-pilot",
-            "--protocol",
-            "D",
-            "--out",
-            "R",
-            "--lengths",
-            "12",
-            "--cases",
-            "4",
-            "--allow",
-            "4",
-            "--timeout-s",
-            "nan",
-        ],
+        [*LOCAL_PILOT, "--cases", "0", "--allow", "4"],
+        [*LOCAL_PILOT, "--cases", "99999999", "--allow", "4"],  # pilot's own bound
+        [*LOCAL_PILOT, "--cases", "4", "--allow", "4", "--timeout-s", "nan"],
         ["local-compare", "--label", "x", "--evidence-root", "R", "--n-ctx", "-1"],
         ["local-compare", "--label", "x", "--evidence-root", "R", "--timeout-s", "1e308"],
         ["local-model", "serve", "--port", "70000"],
