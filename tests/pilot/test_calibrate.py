@@ -19,6 +19,7 @@ from needlepoint.pilot.calibrate import (
     CalibrationOptions,
     calibrate,
     calibrated_protocol,
+    threshold_power,
     verdict_of,
 )
 from needlepoint.pilot.files import rationale_record, read_report, write_protocol, write_report
@@ -136,10 +137,11 @@ def test_no_length_qualifies_writes_no_protocol(pilot_dir: Path) -> None:
 
 
 def test_power_not_reached_within_the_bound(pilot_dir: Path) -> None:
-    out = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_cases=4))
+    # 7, one below the next multiple of the 4 orders: 8 cases would exceed the bound
+    out = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_cases=7))
     assert out.protocol is None and out.record.verdict == cr.NOT_REACHED
-    assert "no multiple of 4 up to 4 cases reaches 80% power" in out.record.reason
-    assert len(out.record.power_table) == 1
+    assert "no multiple of 4 up to 7 cases reaches 80% power" in out.record.reason
+    assert [r.cases for r in out.record.power_table] == [4]
 
 
 def test_an_effect_above_the_largest_attainable_is_refused_with_why(pilot_dir: Path) -> None:
@@ -177,3 +179,42 @@ def test_the_request_budget_bounds_the_search(pilot_dir: Path) -> None:
     none = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_requests=32))
     assert none.protocol is None and none.record.power_table == ()
     assert "up to 2 cases (--max-requests 32) reaches" in none.record.reason
+
+
+def test_the_new_version_is_a_deep_copy_without_the_designs_own_free_text(
+    pilot_dir: Path,
+) -> None:
+    design = json.loads((pilot_dir / "design.json").read_text("utf-8"))
+    design.update(rationale="why the pilot", materials_reuse="allowed")
+    before = json.dumps(design, sort_keys=True)
+    p = calibrated_protocol(design, (12, 24), 16, 7, 99)
+    assert "rationale" not in p and "materials_reuse" not in p
+    assert (p["version"], p["lengths"], p["cases"], p["seeds"]["materials"]) == (
+        99,
+        [12, 24],
+        16,
+        7,
+    )
+    assert {k: v for k, v in p.items() if k not in ("version", "lengths", "cases", "seeds")} == {
+        k: v
+        for k, v in design.items()
+        if k not in ("version", "lengths", "cases", "seeds", "rationale", "materials_reuse")
+    }
+    p["analysis"]["threshold"] = -1.0  # nothing nested is shared with the design
+    assert json.dumps(design, sort_keys=True) == before
+
+
+def test_power_at_the_threshold_uses_the_options_simulations_and_seed(result) -> None:
+    rec = result.record
+    protocol = json.loads(json.dumps(result.protocol))
+    o = CalibrationOptions(**{**FAST, "simulations": 150, "seed": 11})
+    study = PowerStudy(
+        cases=(protocol["cases"],),
+        effects=(float(protocol["analysis"]["threshold"]),),
+        simulations=150,
+        seed=11,
+    )
+    expected = float(power_grid(rec.power_model, study, protocol)["power"].iloc[0])
+    assert threshold_power(rec.power_model, o, protocol) == expected
+    other = CalibrationOptions(**{**FAST, "simulations": 150, "seed": 12})
+    assert threshold_power(rec.power_model, other, protocol) != expected

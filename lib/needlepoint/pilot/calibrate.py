@@ -97,8 +97,10 @@ def _search(
     step = len(design["orders"])
     minimum = design["analysis"]["min_complete_cases"]
     rows: list[cr.PowerRow] = []
+    # The simulation reads the design's orders, runner and analysis and the chosen lengths; the
+    # case count comes from the study, and the seed and version play no part.
+    protocol = {**design, "lengths": list(lengths)}
     for cases in range(step, case_bound(o, lengths) + 1, step):
-        protocol = calibrated_protocol(design, lengths, cases, 0, design["version"])
         study = PowerStudy(
             cases=(cases,), effects=(o.effect,), simulations=o.simulations, seed=o.seed
         )
