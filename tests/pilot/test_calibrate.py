@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,7 @@ def _counts(end: tuple[int, int], failures: tuple[int, int], middle=(3, 4), refu
         ((15, 20), (3, 40), True, "a pair complete with probability 0.536"),
         ((15, 20), (4, 40), False, "with probability 0.430 only"),
         ((0, 0), (40, 40), False, "no valid B or E answer"),
+        ((15, 20), (0, 0), False, "complete with probability unknown only"),  # no request ran
     ],
 )
 def test_the_band_and_failure_rule(end, failures, qualifies, reason) -> None:
@@ -218,3 +220,26 @@ def test_power_at_the_threshold_uses_the_options_simulations_and_seed(result) ->
     assert threshold_power(rec.power_model, o, protocol) == expected
     other = CalibrationOptions(**{**FAST, "simulations": 150, "seed": 12})
     assert threshold_power(rec.power_model, other, protocol) != expected
+
+
+def test_the_search_stops_at_the_first_count_meeting_both_rules_at_their_edges(
+    pilot_dir: Path,
+) -> None:
+    o = CalibrationOptions(effect=0.3, simulations=120, seed=17, max_cases=64)
+    rec = calibrate(pilot_dir, o).record
+    design = json.loads((pilot_dir / "design.json").read_text("utf-8"))
+    for row in rec.power_table:  # each row: the public power_grid at the options' runs and seed
+        study = PowerStudy(cases=(row.cases,), effects=(0.3,), simulations=120, seed=17)
+        protocol = calibrated_protocol(design, rec.chosen_lengths, row.cases, 0, 99)
+        want = power_grid(rec.power_model, study, protocol).iloc[0]
+        assert (row.power, row.mean_complete_cases) == (want["power"], want["mean_complete_cases"])
+    last = rec.power_table[-1]
+    assert last.mean_complete_cases == last.cases  # the simulated pilot has no failures
+    # A target equal to a row's power is met at that row, not one count later.
+    at = calibrate(pilot_dir, replace(o, target_power=last.power)).record
+    assert at.recommended_cases == last.cases
+    # Complete cases: a mean equal to margin x minimum (2) passes; one step short does not.
+    equal = calibrate(pilot_dir, replace(o, complete_margin=last.cases // 2)).record
+    assert equal.recommended_cases == last.cases
+    short = calibrate(pilot_dir, replace(o, complete_margin=(last.cases + 4) // 2)).record
+    assert short.recommended_cases == last.cases + 4
