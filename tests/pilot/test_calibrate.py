@@ -27,6 +27,9 @@ from needlepoint.pilot.files import rationale_record, read_report, write_protoco
 from needlepoint.pilot.heldout import first_overlap, index_materials
 from needlepoint.pilot.stats import LengthCounts, Proportion
 
+_PAIR_1 = "a pair complete with probability 1.000"
+_PAIR_536 = "a pair complete with probability 0.536"
+_SHORT = "failure rate leaves a pair complete with probability {} only"
 FAST = {"effect": 0.3, "simulations": 200, "max_cases": 64}
 
 
@@ -59,23 +62,28 @@ def _counts(end: tuple[int, int], failures: tuple[int, int], middle=(3, 4), refu
 
 
 @pytest.mark.parametrize(
-    ("end", "failures", "qualifies", "reason"),
+    ("end", "failures", "qualifies", "in_band", "reason"),
     [
-        ((12, 20), (0, 40), True, "end accuracy 0.600 in the band"),  # the edges are inside
-        ((19, 20), (0, 40), True, "end accuracy 0.950 in the band"),
-        ((11, 20), (0, 40), False, "below the band (floor side)"),
-        ((20, 20), (0, 40), False, "above the band (ceiling side)"),
+        # the edges are inside the band
+        ((12, 20), (0, 40), True, True, "end accuracy 0.600 in the band; " + _PAIR_1),
+        ((19, 20), (0, 40), True, True, "end accuracy 0.950 in the band; " + _PAIR_1),
+        ((11, 20), (0, 40), False, False, "end accuracy 0.550 is below the band (floor side)"),
+        ((20, 20), (0, 40), False, False, "end accuracy 1.000 is above the band (ceiling side)"),
         # (1 - 3/40)^8 = 0.536 >= 0.5 qualifies; (1 - 4/40)^8 = 0.430 does not
-        ((15, 20), (3, 40), True, "a pair complete with probability 0.536"),
-        ((15, 20), (4, 40), False, "with probability 0.430 only"),
-        ((0, 0), (40, 40), False, "no valid B or E answer"),
-        ((15, 20), (0, 0), False, "complete with probability unknown only"),  # no request ran
+        ((15, 20), (3, 40), True, True, "end accuracy 0.750 in the band; " + _PAIR_536),
+        ((15, 20), (4, 40), False, True, _SHORT.format("0.430")),
+        ((0, 0), (40, 40), False, False, "no valid B or E answer"),
+        ((15, 20), (0, 0), False, True, _SHORT.format("unknown")),  # no request ran
     ],
 )
-def test_the_band_and_failure_rule(end, failures, qualifies, reason) -> None:
+def test_the_band_and_failure_rule(end, failures, qualifies, in_band, reason) -> None:
     v = verdict_of(_counts(end, failures), CalibrationOptions())
-    assert v.qualifies is qualifies
-    assert reason in v.reason
+    assert (v.qualifies, v.in_band, v.reason) == (qualifies, in_band, reason)
+
+
+def test_a_pair_probability_equal_to_the_minimum_qualifies() -> None:
+    v = verdict_of(_counts((15, 20), (0, 40)), CalibrationOptions(min_pair_complete=1.0))
+    assert v.qualifies and v.pair_complete == 1.0
 
 
 def test_a_length_needs_valid_middle_and_refusal_answers() -> None:
