@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from support.pilots import design_file, simulated_pilot
@@ -86,9 +87,32 @@ def test_a_pair_probability_equal_to_the_minimum_qualifies() -> None:
     assert v.qualifies and v.pair_complete == 1.0
 
 
-def test_a_length_needs_valid_middle_and_refusal_answers() -> None:
-    v = verdict_of(_counts((15, 20), (0, 40), middle=(0, 0)), CalibrationOptions())
-    assert not v.qualifies and "no valid M" in v.reason
+@pytest.mark.parametrize(("middle", "refusal"), [((0, 0), (4, 4)), ((3, 4), (0, 0))])
+def test_a_length_needs_valid_middle_and_refusal_answers(middle, refusal) -> None:
+    v = verdict_of(_counts((15, 20), (0, 40), middle=middle, refusal=refusal), CalibrationOptions())
+    assert (v.qualifies, v.reason) == (False, "no valid M (low similarity) or A answer")
+    one = verdict_of(_counts((15, 20), (0, 40), refusal=(1, 1)), CalibrationOptions())
+    assert one.qualifies  # a single valid A answer is enough
+
+
+@pytest.mark.parametrize(
+    ("problems", "shown"),
+    [
+        (["a", "b", "c"], "3 problem(s): a; b; c"),
+        (["a", "b", "c", "d", "e"], "5 problem(s): a; b; c; and 2 more"),
+    ],
+)
+def test_a_pilot_failing_its_audit_names_three_problems_and_counts_the_rest(
+    pilot_dir: Path, monkeypatch: pytest.MonkeyPatch, problems: list[str], shown: str
+) -> None:
+    import needlepoint.run.audit as audit
+
+    monkeypatch.setattr(
+        audit, "audit_run", lambda *_: SimpleNamespace(ok=False, problems=tuple(problems))
+    )
+    with pytest.raises(NeedlepointError) as err:
+        calibrate(pilot_dir, CalibrationOptions(**FAST))
+    assert str(err.value) == f"{pilot_dir / 'run'}: fails audit-run with {shown}"
 
 
 def test_recommended_count_is_the_smallest_multiple_reaching_the_target(
