@@ -99,6 +99,7 @@ def test_a_length_needs_valid_middle_and_refusal_answers(middle, refusal) -> Non
     ("problems", "shown"),
     [
         (["a", "b", "c"], "3 problem(s): a; b; c"),
+        (["a", "b", "c", "d"], "4 problem(s): a; b; c; and 1 more"),
         (["a", "b", "c", "d", "e"], "5 problem(s): a; b; c; and 2 more"),
     ],
 )
@@ -198,6 +199,7 @@ def test_an_effect_above_the_largest_attainable_is_refused_with_why(pilot_dir: P
         ({"max_cases": 0}, "must be positive"),
         ({"version": 5}, "other than the design's (v5) and the pilot's (v6)"),
         ({"version": 6}, "other than the design's"),
+        ({"version": 0}, "--version 0: must be a positive version"),
     ],
 )
 def test_bad_options_are_refused(pilot_dir: Path, options: dict, message: str) -> None:
@@ -275,3 +277,9 @@ def test_the_search_stops_at_the_first_count_meeting_both_rules_at_their_edges(
     assert equal.recommended_cases == last.cases
     short = calibrate(pilot_dir, replace(o, complete_margin=(last.cases + 4) // 2)).record
     assert short.recommended_cases == last.cases + 4
+
+
+def test_version_1_is_a_positive_version_but_a_frozen_one(pilot_dir: Path) -> None:
+    # 1 passes the positive-version rule; the frozen reference protocol then refuses it.
+    with pytest.raises(NeedlepointError, match="v1 is frozen; cases differs"):
+        calibrate(pilot_dir, CalibrationOptions(**FAST, version=1))
