@@ -168,7 +168,24 @@ def test_no_length_qualifies_writes_no_protocol(pilot_dir: Path) -> None:
     out = calibrate(pilot_dir, CalibrationOptions(band_low=0.0, band_high=0.05, **FAST))
     assert out.protocol is None and out.record.verdict == cr.NO_LENGTH
     assert out.record.chosen_lengths == () and out.record.power_model is None
-    assert "12: end accuracy" in out.record.reason and "above the band" in out.record.reason
+    assert out.record.reason == (
+        "12: end accuracy 0.938 is above the band (ceiling side); "
+        "24: end accuracy 0.812 is above the band (ceiling side)"
+    )
+
+
+def test_a_pilot_whose_rates_cannot_be_estimated_recommends_nothing_and_says_why(
+    pilot_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import needlepoint.pilot.calibrate as calibrate_module
+
+    why = "no valid high B answer at lengths 12, 24"
+    monkeypatch.setattr(calibrate_module, "pilot_model", lambda *_: why)
+    out = calibrate(pilot_dir, CalibrationOptions(**FAST))
+    rec = out.record
+    assert out.protocol is None and (rec.verdict, rec.reason) == (cr.NO_LENGTH, why)
+    assert rec.chosen_lengths == (12, 24) and rec.power_model is None
+    assert (rec.power_table, rec.recommended_cases, rec.protocol_version) == ((), None, None)
 
 
 def test_power_not_reached_within_the_bound(pilot_dir: Path) -> None:
