@@ -300,3 +300,13 @@ def test_version_1_is_a_positive_version_but_a_frozen_one(pilot_dir: Path) -> No
     # 1 passes the positive-version rule; the frozen reference protocol then refuses it.
     with pytest.raises(NeedlepointError, match="v1 is frozen; cases differs"):
         calibrate(pilot_dir, CalibrationOptions(**FAST, version=1))
+
+
+def test_power_not_reached_names_the_best_row_wherever_it_is(pilot_dir: Path) -> None:
+    # 20 runs per count, seed 2: Monte Carlo noise puts the best power in the middle row.
+    o = CalibrationOptions(effect=0.3, simulations=20, seed=2, max_cases=15)
+    rec = calibrate(pilot_dir, o).record
+    assert [(r.cases, r.power) for r in rec.power_table] == [(4, 0.3), (8, 0.55), (12, 0.4)]
+    assert rec.reason == (
+        "no multiple of 4 up to 15 cases reaches 80% power at effect 0.3 (best 0.550 at 8 cases)"
+    )
