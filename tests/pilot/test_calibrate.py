@@ -231,7 +231,9 @@ def test_the_request_budget_bounds_the_search(pilot_dir: Path) -> None:
     assert out.record.rules.max_requests == 64
     none = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_requests=32))
     assert none.protocol is None and none.record.power_table == ()
-    assert "up to 2 cases (--max-requests 32) reaches" in none.record.reason
+    assert none.record.reason == (
+        "no multiple of 4 up to 2 cases (--max-requests 32) reaches 80% power at effect 0.3"
+    )
 
 
 def test_the_new_version_is_a_deep_copy_without_the_designs_own_free_text(
@@ -307,6 +309,7 @@ def test_power_not_reached_names_the_best_row_wherever_it_is(pilot_dir: Path) ->
     o = CalibrationOptions(effect=0.3, simulations=20, seed=2, max_cases=15)
     rec = calibrate(pilot_dir, o).record
     assert [(r.cases, r.power) for r in rec.power_table] == [(4, 0.3), (8, 0.55), (12, 0.4)]
+    assert rec.power_model is not None and rec.largest_effect == rec.power_model.largest_effect
     assert rec.reason == (
         "no multiple of 4 up to 15 cases reaches 80% power at effect 0.3 (best 0.550 at 8 cases)"
     )
