@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from support.analysis import analysis_params
 
-from needlepoint.analysis.power import _resample_counts, decide_runs
+from needlepoint.analysis.power import PowerStudy, _resample_counts, decide_runs, power_bytes
+from needlepoint.design.protocol import reference_protocol
 
 
 def test_the_callers_cache_holds_the_monte_carlo_counts_under_mc_and_the_case_count() -> None:
@@ -40,3 +41,18 @@ def test_resample_counts_are_float32_counts_of_each_case_per_resample() -> None:
     draws = np.random.default_rng(3).integers(0, 5, (7, 5))
     expected = np.stack([np.bincount(row, minlength=5) for row in draws])
     np.testing.assert_array_equal(counts, expected)
+
+
+def test_power_bytes_is_the_documented_estimate_at_the_largest_design() -> None:
+    protocol = reference_protocol()
+    lengths = len(protocol["lengths"])
+    resamples = int(protocol["analysis"]["bootstrap_resamples"])
+    study = PowerStudy(cases=(8, 4), effects=(0.2,), simulations=10, seed=1)
+
+    def expected(n: int, spread: int) -> int:
+        slots = lengths * 2 * 4  # both similarities x the four conditions per length
+        return 10 * n * slots * (2 * 8 + 40 + spread) + resamples * n * 16 + 10 * resamples * 4
+
+    assert power_bytes(study, protocol) == expected(8, 0)
+    assert isinstance(power_bytes(study, protocol), int)
+    assert power_bytes(study, protocol, spread=True) == expected(8, 16)

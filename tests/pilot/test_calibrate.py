@@ -143,7 +143,11 @@ def test_the_new_version_prepares_verifies_and_records_its_rationale(
     protocol = result.protocol
     assert protocol is not None and protocol["version"] == 7  # design v5, pilot v6
     assert protocol["lengths"] == [12, 24] and protocol["cases"] == result.record.recommended_cases
-    assert "SIMULATED pilot" in protocol["description"]
+    assert protocol["description"] == (
+        f"{protocol['protocol_id']} v7: v5 calibrated on a SIMULATED pilot "
+        f"{result.record.pilot.journal_sha256[:12]} (held-out materials): lengths 12, 24, "
+        f"{protocol['cases']} cases"
+    )
     path = write_protocol(protocol, tmp_path / "v7.json")
     assert load_override(path) == protocol
     folder = prepare(tmp_path / "prepared", path)
@@ -300,7 +304,7 @@ def test_the_search_stops_at_the_first_count_meeting_both_rules_at_their_edges(
 
 def test_version_1_is_a_positive_version_but_a_frozen_one(pilot_dir: Path) -> None:
     # 1 passes the positive-version rule; the frozen reference protocol then refuses it.
-    with pytest.raises(NeedlepointError, match="v1 is frozen; cases differs"):
+    with pytest.raises(NeedlepointError, match="^calibrated protocol: [a-z-]+ v1 is frozen; "):
         calibrate(pilot_dir, CalibrationOptions(**FAST, version=1))
 
 
