@@ -56,3 +56,6 @@ def test_power_bytes_is_the_documented_estimate_at_the_largest_design() -> None:
     assert power_bytes(study, protocol) == expected(8, 0)
     assert isinstance(power_bytes(study, protocol), int)
     assert power_bytes(study, protocol, spread=True) == expected(8, 16)
+    # No design, or a design of no cases, needs nothing.
+    assert power_bytes(PowerStudy(cases=(), simulations=10), protocol) == 0
+    assert power_bytes(PowerStudy(cases=(0,), simulations=10), protocol) == 0
