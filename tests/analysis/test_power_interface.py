@@ -8,10 +8,20 @@ apart (docs/mutation.md). The cache ``decide_runs`` fills is the caller's dict, 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from support.analysis import analysis_params
 
-from needlepoint.analysis.power import PowerStudy, _resample_counts, decide_runs, power_bytes
+from needlepoint.analysis.power import (
+    MAX_POWER_BYTES,
+    MAX_SIMULATIONS,
+    PowerStudy,
+    _resample_counts,
+    check_size,
+    decide_runs,
+    power_bytes,
+)
 from needlepoint.design.protocol import reference_protocol
+from needlepoint.errors import NeedlepointError
 
 
 def test_the_callers_cache_holds_the_monte_carlo_counts_under_mc_and_the_case_count() -> None:
@@ -59,3 +69,20 @@ def test_power_bytes_is_the_documented_estimate_at_the_largest_design() -> None:
     # No design, or a design of no cases, needs nothing.
     assert power_bytes(PowerStudy(cases=(), simulations=10), protocol) == 0
     assert power_bytes(PowerStudy(cases=(0,), simulations=10), protocol) == 0
+    assert power_bytes(PowerStudy(cases=(1,), simulations=10), protocol) == expected(1, 0)
+
+
+def test_check_size_counts_the_spread_only_when_asked() -> None:
+    # The fewest simulations of 100 cases whose estimate passes the limit only with the spread.
+    protocol = reference_protocol()
+    sims = next(
+        s
+        for s in range(1000, MAX_SIMULATIONS, 1000)
+        if power_bytes(PowerStudy(cases=(100,), simulations=s), protocol, spread=True)
+        > MAX_POWER_BYTES
+    )
+    study = PowerStudy(cases=(100,), simulations=sims)
+    assert power_bytes(study, protocol) <= MAX_POWER_BYTES
+    check_size(study, protocol)  # the default: no spread
+    with pytest.raises(NeedlepointError, match=f"^power: {sims} simulations of up to 100 cases"):
+        check_size(study, protocol, spread=True)
