@@ -86,3 +86,12 @@ def test_check_size_counts_the_spread_only_when_asked() -> None:
     check_size(study, protocol)  # the default: no spread
     with pytest.raises(NeedlepointError, match=f"^power: {sims} simulations of up to 100 cases"):
         check_size(study, protocol, spread=True)
+
+
+def test_check_size_takes_seed_0_and_refuses_a_negative_seed() -> None:
+    protocol = reference_protocol()
+    check_size(PowerStudy(cases=(4,), simulations=10, seed=0), protocol)
+    with pytest.raises(
+        NeedlepointError, match="^power: --seed must be a non-negative integer, got -1$"
+    ):
+        check_size(PowerStudy(cases=(4,), simulations=10, seed=-1), protocol)
