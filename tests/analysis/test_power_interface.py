@@ -92,6 +92,6 @@ def test_check_size_takes_seed_0_and_refuses_a_negative_seed() -> None:
     protocol = reference_protocol()
     check_size(PowerStudy(cases=(4,), simulations=10, seed=0), protocol)
     with pytest.raises(
-        NeedlepointError, match="^power: --seed must be a non-negative integer, got -1$"
+        NeedlepointError, match=r"^power: --seed must be a non-negative integer, got -1$"
     ):
         check_size(PowerStudy(cases=(4,), simulations=10, seed=-1), protocol)
