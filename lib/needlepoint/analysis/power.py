@@ -225,7 +225,8 @@ def power_grid(
     effects = list(study.effects)
     model.check()
     model.check_effects(tuple(effects))
-    check_size(study, protocol, spread=model.case_sd > 0)
+    spread = model.case_sd > 0  # read once: the memory estimate and the draws must agree
+    check_size(study, protocol, spread=spread)
     stop_after = model.stop_after
     if stop_after is None:
         stop_after = int(protocol["runner"]["max_consecutive_failures"])
@@ -239,7 +240,7 @@ def power_grid(
         uniforms = (rng.random(shape), rng.random(shape))
         # Drawn after the uniforms, so a model without spread keeps its earlier runs exactly.
         shift = None
-        if model.case_sd > 0:
+        if spread:
             shift = model.case_sd * rng.standard_normal((study.simulations, n))
         for effect in effects:
             nums, complete = simulate_runs(
