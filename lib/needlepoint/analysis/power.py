@@ -96,8 +96,9 @@ def simulate_runs(
     correct = u_answer < p
     failed = u_fail < failure_rate
     valid = ~failed
-    # More consecutive failures than requests can never happen: no window, no stop.
-    if 0 < stop_after <= failed.shape[1] and failure_rate > 0:
+    # More consecutive failures than requests can never happen: no window, no stop. (At a
+    # failure rate of 0 the window finds no failure, so it needs no case of its own.)
+    if 0 < stop_after <= failed.shape[1]:
         window = np.lib.stride_tricks.sliding_window_view(failed, stop_after, axis=1).all(-1)
         stops = window.any(axis=1)
         last = np.where(stops, window.argmax(axis=1) + stop_after - 1, failed.shape[1])
