@@ -163,7 +163,7 @@ def decide_runs(
         # The need is one exact Python integer: multiplying the counts by alpha's denominator
         # instead overflowed int64 for a non-round confidence with 13 exact cases.
         need = max(math.ceil(alpha * total), 1)
-        supported[rows] = at_zero.astype(np.int64) < need
+        supported[rows] = at_zero < need  # int64 counts (at most 13**13) against an int
     return supported, k >= minimum
 
 
