@@ -41,8 +41,10 @@ def pilot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "pilot"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def result(pilot_dir: Path):
+    # Built per test, not per module: mutmut maps a test to the functions it calls, and a
+    # cached fixture would tie calibrate() to the first test that used it only.
     return calibrate(pilot_dir, CalibrationOptions(**FAST))
 
 
