@@ -43,7 +43,7 @@ class Session:
         self.state = journal.state
         self.scrub = Scrubber(s.api_key)
         if s.simulation:
-            self.clock: Any = SimClock(max(self.state.last_time or 0.0, SIM_EPOCH))
+            self.clock: Any = SimClock(max(self.state.last_time or SIM_EPOCH, SIM_EPOCH))
         else:
             self.clock = RealClock()
         self.last_done_mono: float | None = None
