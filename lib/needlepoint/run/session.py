@@ -47,7 +47,6 @@ class Session:
         else:
             self.clock = RealClock()
         self.last_done_mono: float | None = None
-        self.sent = 0
         self.failures_in_a_row = 0
         self.last = "-"
         plan = s.prepared.plan
@@ -144,7 +143,6 @@ class Session:
             raise NeedlepointError(f"seq {seq}: body to send does not hash to plan.csv's value")
         self.progress.sending(seq, self.last)
         self.append("attempt", seq=seq, request_sha256=outgoing.sha256, time=self.now(), gap_s=gap)
-        self.sent += 1
         try:
             ex = transport.send(outgoing)
         except BaseException as exc:  # KeyboardInterrupt mid-request: it may have executed
