@@ -65,7 +65,7 @@ def test_power_bytes_is_the_documented_estimate_at_the_largest_design() -> None:
 
     def expected(n: int, spread: int) -> int:
         slots = lengths * 2 * 4  # both similarities x the four conditions per length
-        return 10 * n * slots * (2 * 8 + 40 + spread) + resamples * n * 16 + 10 * resamples * 4
+        return 10 * n * slots * (2 * 8 + 40 + spread) + resamples * n * 16 + 10 * resamples * 8
 
     assert power_bytes(study, protocol) == expected(8, 0)
     assert isinstance(power_bytes(study, protocol), int)
@@ -148,3 +148,17 @@ def test_a_between_case_spread_below_1_changes_the_runs() -> None:
     flat = power_grid(PowerModel(case_sd=0.0), study)["power"].tolist()
     spread = power_grid(PowerModel(case_sd=0.5), study)["power"].tolist()
     assert (flat, spread) == ([0.06, 0.54], [0.065, 0.56])
+
+
+def test_monte_carlo_sums_are_exact_for_numerators_beyond_float32() -> None:
+    # 2**26 + 1 is not a float32: summed in float32, every resample holding case 0 once would
+    # read 0 instead of 1 (164 resamples at or below 0 instead of 71 of 200), below the need.
+    big = 2**25
+    numerators = np.array([[2 * big + 1, -big, -big]])
+    params = analysis_params(
+        exact_bootstrap_max_cases=2, bootstrap_resamples=200, threshold=0.0, confidence=0.2
+    )
+    counts = _resample_counts(3, 200, params.bootstrap_seed).astype(np.int64)
+    at_zero = int(((counts @ numerators[0]) <= 0).sum())
+    assert at_zero == 71  # the need is ceil(0.4 x 200) = 80
+    assert decide_runs(numerators, np.ones((1, 3), dtype=bool), 4, params)[0].tolist() == [True]

@@ -156,7 +156,9 @@ def decide_runs(
                 cache[key] = _resample_counts(
                     int(kv), int(params.bootstrap_resamples), int(params.bootstrap_seed)
                 )
-            at_zero = (vals.astype(np.float32) @ cache[key].T <= 0).sum(axis=1)
+            # int64 numerators times float32 counts gives float64 sums, exact below 2**53; a
+            # float32 product rounded numerators above 2**24 / cases and could flip the sign.
+            at_zero = (vals @ cache[key].T <= 0).sum(axis=1)
             total = int(params.bootstrap_resamples)
         # Lower bound Q(alpha) > 0 exactly when the weight at sums <= 0 stays below the
         # quantile's need, ceil(alpha * total) and at least 1 (bootstrap.inverse_cdf_index).
@@ -172,8 +174,8 @@ def power_bytes(study: PowerStudy, protocol: dict[str, Any], spread: bool = Fals
 
     Per simulated run and request slot: two float64 uniforms and about 40 bytes of booleans and
     gathered integers (with a between-case spread, 16 more: the shifted probabilities); per
-    Monte Carlo bootstrap, resamples × cases indices and counts (16 bytes) and a float32 per
-    run and resample.
+    Monte Carlo bootstrap, resamples × cases indices and counts (16 bytes) and a float64 sum
+    per run and resample.
     """
     params = AnalysisParameters.of(protocol)
     per_case = len(protocol["lengths"]) * 2 * len(CONDITIONS)
@@ -181,7 +183,7 @@ def power_bytes(study: PowerStudy, protocol: dict[str, Any], spread: bool = Fals
     worst = 0
     for n in study.cases:
         runs = study.simulations * n * per_case * (2 * 8 + 40 + (16 if spread else 0))
-        boot = resamples * n * 16 + study.simulations * resamples * 4 if n > 0 else 0
+        boot = resamples * n * 16 + study.simulations * resamples * 8 if n > 0 else 0
         worst = max(worst, runs + boot)
     return worst
 
