@@ -165,20 +165,34 @@ def measure(work: list[tuple[ConstantMutant, list[list[str]]]], workers: int) ->
     """
     pool = Pool(workers)
     clean: dict[tuple[str, ...], float] = {}
-    for tests in sorted({tuple(g) for _, groups in work for g in groups}):
-        pool.start(None, list(tests), 1800)
-        _, status, seconds = pool.wait()
-        if status != "survived":
-            raise MutateError(f"the tests fail with no mutant at all: {' '.join(tests)[:200]}")
-        clean[tests] = seconds
+
+    def timed(tests: list[str]) -> float:
+        """A group's own time with no mutant, measured once, when a mutant first needs it (the
+        second groups, importers' tests, are needed only by the few mutants surviving the first)."""
+        key = tuple(tests)
+        if key not in clean:
+            while pool.running:  # alone, so that the baseline is not measured under contention
+                waiting.append(pool.wait())
+            pool.start(None, tests, 1800)
+            _, status, seconds = pool.wait()
+            if status != "survived":
+                raise MutateError(f"the tests fail with no mutant at all: {' '.join(tests)[:200]}")
+            clean[key] = seconds
+        return TIME_LIMIT[0] * clean[key] + TIME_LIMIT[1]
+
     out, queue, last = [], list(work), time.monotonic()
     later: dict[ConstantMutant, list[list[str]]] = {}
-    while queue or pool.running:
-        while queue and pool.free:
+    waiting: list[tuple[ConstantMutant | None, str, float]] = []
+    while queue or pool.running or waiting:
+        while queue and pool.free and not waiting:
             mutant, (tests, *rest) = queue.pop(0)
             later[mutant] = rest
-            pool.start(mutant, tests, TIME_LIMIT[0] * clean[tuple(tests)] + TIME_LIMIT[1])
-        mutant, status, _ = pool.wait()
+            limit = timed(tests)
+            if waiting:  # runs finished while the baseline waited: take them first
+                queue.insert(0, (mutant, [tests, *rest]))
+                break
+            pool.start(mutant, tests, limit)
+        mutant, status, _ = waiting.pop(0) if waiting else pool.wait()
         assert mutant is not None
         if status == "survived" and later[mutant]:
             queue.insert(0, (mutant, later.pop(mutant)))
