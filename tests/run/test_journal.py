@@ -222,3 +222,22 @@ def test_garbage_line_is_named(tmp_path):
     _rewrite(run, ls)
     report = read_chain(run)
     assert any(":2: not a JSON line" in p for p in report.problems)
+
+
+def test_a_failed_append_or_head_write_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    with Journal(tmp_path, fsync=False) as j:
+        j.append("attempt", **attempt(1))
+
+        def full(*_):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(j._fh, "write", full)
+        with pytest.raises(NeedlepointError) as err:
+            j.append("attempt", **attempt(2))
+        assert str(err.value) == f"{j.path}: cannot append (No space left on device)"
+        monkeypatch.undo()
+        monkeypatch.setattr(jmod.os, "pwrite", full)
+        with pytest.raises(NeedlepointError) as err:
+            j.append("attempt", **attempt(3))
+        head = tmp_path / jmod.HEAD_NAME
+        assert str(err.value) == f"{head}: cannot write (No space left on device)"

@@ -149,7 +149,7 @@ class Journal:
                 self._head_fd = open_record(path, os.O_RDWR | os.O_CREAT)
                 self._head_len = os.fstat(self._head_fd).st_size
             os.pwrite(self._head_fd, data, 0)
-            if len(data) < self._head_len:
+            if len(data) != self._head_len:  # a longer old head loses its tail
                 os.ftruncate(self._head_fd, len(data))
             self._head_len = len(data)
             if self.fsync:
