@@ -241,3 +241,15 @@ def test_a_failed_append_or_head_write_is_one_line_naming_the_file(tmp_path, mon
             j.append("attempt", **attempt(3))
         head = tmp_path / jmod.HEAD_NAME
         assert str(err.value) == f"{head}: cannot write (No space left on device)"
+
+
+def test_closing_after_a_failed_flush_reports_nothing_more(tmp_path, monkeypatch):
+    j = Journal(tmp_path, fsync=False)
+    j.append("attempt", **attempt(1))
+
+    def full():
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(j._fh, "close", full)
+    j.close()  # the failed record was reported when it was appended; close stays quiet
+    assert j._head_fd is None
