@@ -25,6 +25,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +104,8 @@ def tests_for(constant: str, files: dict[str, Path], tests: list[str]) -> list[l
 def _child(stage: Path, tests: list[str]) -> None:
     """In a forked process: import the staged lib/ first, run the tests, exit with pytest's code."""
     os.chdir(ROOT)
+    # Ctrl-C is the parent's to handle: an interrupted test run must not read as a kill.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     fd = os.open(os.devnull, os.O_WRONLY)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -165,6 +168,7 @@ def measure(work: list[tuple[ConstantMutant, list[list[str]]]], workers: int) ->
     """
     pool = Pool(workers)
     clean: dict[tuple[str, ...], float] = {}
+    waiting: list[tuple[ConstantMutant | None, str, float]] = []  # finished while a baseline ran
 
     def timed(tests: list[str]) -> float:
         """A group's own time with no mutant, measured once, when a mutant first needs it (the
@@ -180,9 +184,34 @@ def measure(work: list[tuple[ConstantMutant, list[list[str]]]], workers: int) ->
             clean[key] = seconds
         return TIME_LIMIT[0] * clean[key] + TIME_LIMIT[1]
 
-    out, queue, last = [], list(work), time.monotonic()
+    out: list[Verdict] = []
+    try:
+        return _measure(pool, work, out, timed, waiting)
+    except KeyboardInterrupt:
+        for pid in list(pool.running):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        raise Interrupted(out) from None
+
+
+class Interrupted(Exception):
+    """Ctrl-C during the runs: the verdicts measured until then."""
+
+    def __init__(self, verdicts: list[Verdict]) -> None:
+        super().__init__("interrupted")
+        self.verdicts = verdicts
+
+
+def _measure(
+    pool: Pool,
+    work: list[tuple[ConstantMutant, list[list[str]]]],
+    out: list[Verdict],
+    timed: Callable[[list[str]], float],
+    waiting: list[tuple[ConstantMutant | None, str, float]],
+) -> list[Verdict]:
+    """The runs themselves; verdicts are appended to ``out`` as they come back."""
+    queue, last = list(work), time.monotonic()
     later: dict[ConstantMutant, list[list[str]]] = {}
-    waiting: list[tuple[ConstantMutant | None, str, float]] = []
     while queue or pool.running or waiting:
         while queue and pool.free and not waiting:
             mutant, (tests, *rest) = queue.pop(0)
@@ -240,12 +269,18 @@ def main(argv: list[str] | None = None) -> int:
             raise MutateError(f"no test reads {no_tests[0]}: give it one")
         _warm()
         say(f"{len(mutants)} constant mutants in {len(args.modules or files)} modules")
-        verdicts = measure(work, args.workers)
-        problems, excused = register.match(verdicts, args.modules or list(files))
+        verdicts, stopped = measure(work, args.workers), False
     except MutateError as exc:
         say(str(exc))
         return 2
-    return report(verdicts, excused, problems)
+    except Interrupted as stop:  # Ctrl-C: what was measured is reported, labelled partial
+        verdicts, stopped = stop.verdicts, True
+    problems, excused = register.match(verdicts, args.modules or list(files), partial=stopped)
+    code = report(verdicts, excused, problems)
+    if stopped:
+        say(f"stopped: {len(verdicts)} of {len(mutants)} constant mutants checked (partial)")
+        return 1
+    return code
 
 
 def report(verdicts: list[Verdict], excused: dict, problems: list[str]) -> int:
