@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from support.pilots import design_file, simulated_pilot
@@ -19,12 +21,16 @@ from needlepoint.pilot.calibrate import (
     CalibrationOptions,
     calibrate,
     calibrated_protocol,
+    threshold_power,
     verdict_of,
 )
 from needlepoint.pilot.files import rationale_record, read_report, write_protocol, write_report
 from needlepoint.pilot.heldout import first_overlap, index_materials
 from needlepoint.pilot.stats import LengthCounts, Proportion
 
+_PAIR_1 = "a pair complete with probability 1.000"
+_PAIR_536 = "a pair complete with probability 0.536"
+_SHORT = "failure rate leaves a pair complete with probability {} only"
 FAST = {"effect": 0.3, "simulations": 200, "max_cases": 64}
 
 
@@ -57,27 +63,57 @@ def _counts(end: tuple[int, int], failures: tuple[int, int], middle=(3, 4), refu
 
 
 @pytest.mark.parametrize(
-    ("end", "failures", "qualifies", "reason"),
+    ("end", "failures", "qualifies", "in_band", "reason"),
     [
-        ((12, 20), (0, 40), True, "end accuracy 0.600 in the band"),  # the edges are inside
-        ((19, 20), (0, 40), True, "end accuracy 0.950 in the band"),
-        ((11, 20), (0, 40), False, "below the band (floor side)"),
-        ((20, 20), (0, 40), False, "above the band (ceiling side)"),
+        # the edges are inside the band
+        ((12, 20), (0, 40), True, True, "end accuracy 0.600 in the band; " + _PAIR_1),
+        ((19, 20), (0, 40), True, True, "end accuracy 0.950 in the band; " + _PAIR_1),
+        ((11, 20), (0, 40), False, False, "end accuracy 0.550 is below the band (floor side)"),
+        ((20, 20), (0, 40), False, False, "end accuracy 1.000 is above the band (ceiling side)"),
         # (1 - 3/40)^8 = 0.536 >= 0.5 qualifies; (1 - 4/40)^8 = 0.430 does not
-        ((15, 20), (3, 40), True, "a pair complete with probability 0.536"),
-        ((15, 20), (4, 40), False, "with probability 0.430 only"),
-        ((0, 0), (40, 40), False, "no valid B or E answer"),
+        ((15, 20), (3, 40), True, True, "end accuracy 0.750 in the band; " + _PAIR_536),
+        ((15, 20), (4, 40), False, True, _SHORT.format("0.430")),
+        ((0, 0), (40, 40), False, False, "no valid B or E answer"),
+        ((15, 20), (0, 0), False, True, _SHORT.format("unknown")),  # no request ran
     ],
 )
-def test_the_band_and_failure_rule(end, failures, qualifies, reason) -> None:
+def test_the_band_and_failure_rule(end, failures, qualifies, in_band, reason) -> None:
     v = verdict_of(_counts(end, failures), CalibrationOptions())
-    assert v.qualifies is qualifies
-    assert reason in v.reason
+    assert (v.qualifies, v.in_band, v.reason) == (qualifies, in_band, reason)
 
 
-def test_a_length_needs_valid_middle_and_refusal_answers() -> None:
-    v = verdict_of(_counts((15, 20), (0, 40), middle=(0, 0)), CalibrationOptions())
-    assert not v.qualifies and "no valid M" in v.reason
+def test_a_pair_probability_equal_to_the_minimum_qualifies() -> None:
+    v = verdict_of(_counts((15, 20), (0, 40)), CalibrationOptions(min_pair_complete=1.0))
+    assert v.qualifies and v.pair_complete == 1.0
+
+
+@pytest.mark.parametrize(("middle", "refusal"), [((0, 0), (4, 4)), ((3, 4), (0, 0))])
+def test_a_length_needs_valid_middle_and_refusal_answers(middle, refusal) -> None:
+    v = verdict_of(_counts((15, 20), (0, 40), middle=middle, refusal=refusal), CalibrationOptions())
+    assert (v.qualifies, v.reason) == (False, "no valid M (low similarity) or A answer")
+    one = verdict_of(_counts((15, 20), (0, 40), refusal=(1, 1)), CalibrationOptions())
+    assert one.qualifies  # a single valid A answer is enough
+
+
+@pytest.mark.parametrize(
+    ("problems", "shown"),
+    [
+        (["a", "b", "c"], "3 problem(s): a; b; c"),
+        (["a", "b", "c", "d"], "4 problem(s): a; b; c; and 1 more"),
+        (["a", "b", "c", "d", "e"], "5 problem(s): a; b; c; and 2 more"),
+    ],
+)
+def test_a_pilot_failing_its_audit_names_three_problems_and_counts_the_rest(
+    pilot_dir: Path, monkeypatch: pytest.MonkeyPatch, problems: list[str], shown: str
+) -> None:
+    import needlepoint.run.audit as audit
+
+    monkeypatch.setattr(
+        audit, "audit_run", lambda *_: SimpleNamespace(ok=False, problems=tuple(problems))
+    )
+    with pytest.raises(NeedlepointError) as err:
+        calibrate(pilot_dir, CalibrationOptions(**FAST))
+    assert str(err.value) == f"{pilot_dir / 'run'}: fails audit-run with {shown}"
 
 
 def test_recommended_count_is_the_smallest_multiple_reaching_the_target(
@@ -107,7 +143,11 @@ def test_the_new_version_prepares_verifies_and_records_its_rationale(
     protocol = result.protocol
     assert protocol is not None and protocol["version"] == 7  # design v5, pilot v6
     assert protocol["lengths"] == [12, 24] and protocol["cases"] == result.record.recommended_cases
-    assert "SIMULATED pilot" in protocol["description"]
+    assert protocol["description"] == (
+        f"{protocol['protocol_id']} v7: v5 calibrated on a SIMULATED pilot "
+        f"{result.record.pilot.journal_sha256[:12]} (held-out materials): lengths 12, 24, "
+        f"{protocol['cases']} cases"
+    )
     path = write_protocol(protocol, tmp_path / "v7.json")
     assert load_override(path) == protocol
     folder = prepare(tmp_path / "prepared", path)
@@ -132,14 +172,32 @@ def test_no_length_qualifies_writes_no_protocol(pilot_dir: Path) -> None:
     out = calibrate(pilot_dir, CalibrationOptions(band_low=0.0, band_high=0.05, **FAST))
     assert out.protocol is None and out.record.verdict == cr.NO_LENGTH
     assert out.record.chosen_lengths == () and out.record.power_model is None
-    assert "12: end accuracy" in out.record.reason and "above the band" in out.record.reason
+    assert out.record.reason == (
+        "12: end accuracy 0.938 is above the band (ceiling side); "
+        "24: end accuracy 0.812 is above the band (ceiling side)"
+    )
+
+
+def test_a_pilot_whose_rates_cannot_be_estimated_recommends_nothing_and_says_why(
+    pilot_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import needlepoint.pilot.calibrate as calibrate_module
+
+    why = "no valid high B answer at lengths 12, 24"
+    monkeypatch.setattr(calibrate_module, "pilot_model", lambda *_: why)
+    out = calibrate(pilot_dir, CalibrationOptions(**FAST))
+    rec = out.record
+    assert out.protocol is None and (rec.verdict, rec.reason) == (cr.NO_LENGTH, why)
+    assert rec.chosen_lengths == (12, 24) and rec.power_model is None
+    assert (rec.power_table, rec.recommended_cases, rec.protocol_version) == ((), None, None)
 
 
 def test_power_not_reached_within_the_bound(pilot_dir: Path) -> None:
-    out = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_cases=4))
+    # 7, one below the next multiple of the 4 orders: 8 cases would exceed the bound
+    out = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_cases=7))
     assert out.protocol is None and out.record.verdict == cr.NOT_REACHED
-    assert "no multiple of 4 up to 4 cases reaches 80% power" in out.record.reason
-    assert len(out.record.power_table) == 1
+    assert "no multiple of 4 up to 7 cases reaches 80% power" in out.record.reason
+    assert [r.cases for r in out.record.power_table] == [4]
 
 
 def test_an_effect_above_the_largest_attainable_is_refused_with_why(pilot_dir: Path) -> None:
@@ -162,6 +220,7 @@ def test_an_effect_above_the_largest_attainable_is_refused_with_why(pilot_dir: P
         ({"max_cases": 0}, "must be positive"),
         ({"version": 5}, "other than the design's (v5) and the pilot's (v6)"),
         ({"version": 6}, "other than the design's"),
+        ({"version": 0}, "--version 0: must be a positive version"),
     ],
 )
 def test_bad_options_are_refused(pilot_dir: Path, options: dict, message: str) -> None:
@@ -176,4 +235,85 @@ def test_the_request_budget_bounds_the_search(pilot_dir: Path) -> None:
     assert out.record.rules.max_requests == 64
     none = calibrate(pilot_dir, CalibrationOptions(effect=0.3, simulations=200, max_requests=32))
     assert none.protocol is None and none.record.power_table == ()
-    assert "up to 2 cases (--max-requests 32) reaches" in none.record.reason
+    assert none.record.reason == (
+        "no multiple of 4 up to 2 cases (--max-requests 32) reaches 80% power at effect 0.3"
+    )
+
+
+def test_the_new_version_is_a_deep_copy_without_the_designs_own_free_text(
+    pilot_dir: Path,
+) -> None:
+    design = json.loads((pilot_dir / "design.json").read_text("utf-8"))
+    design.update(rationale="why the pilot", materials_reuse="allowed")
+    before = json.dumps(design, sort_keys=True)
+    p = calibrated_protocol(design, (12, 24), 16, 7, 99)
+    assert "rationale" not in p and "materials_reuse" not in p
+    assert (p["version"], p["lengths"], p["cases"], p["seeds"]["materials"]) == (
+        99,
+        [12, 24],
+        16,
+        7,
+    )
+    assert {k: v for k, v in p.items() if k not in ("version", "lengths", "cases", "seeds")} == {
+        k: v
+        for k, v in design.items()
+        if k not in ("version", "lengths", "cases", "seeds", "rationale", "materials_reuse")
+    }
+    p["analysis"]["threshold"] = -1.0  # nothing nested is shared with the design
+    assert json.dumps(design, sort_keys=True) == before
+
+
+def test_power_at_the_threshold_uses_the_options_simulations_and_seed(result) -> None:
+    rec = result.record
+    protocol = json.loads(json.dumps(result.protocol))
+    o = CalibrationOptions(**{**FAST, "simulations": 150, "seed": 11})
+    study = PowerStudy(
+        cases=(protocol["cases"],),
+        effects=(float(protocol["analysis"]["threshold"]),),
+        simulations=150,
+        seed=11,
+    )
+    expected = float(power_grid(rec.power_model, study, protocol)["power"].iloc[0])
+    assert threshold_power(rec.power_model, o, protocol) == expected
+    other = CalibrationOptions(**{**FAST, "simulations": 150, "seed": 12})
+    assert threshold_power(rec.power_model, other, protocol) != expected
+
+
+def test_the_search_stops_at_the_first_count_meeting_both_rules_at_their_edges(
+    pilot_dir: Path,
+) -> None:
+    o = CalibrationOptions(effect=0.3, simulations=120, seed=17, max_cases=64)
+    rec = calibrate(pilot_dir, o).record
+    design = json.loads((pilot_dir / "design.json").read_text("utf-8"))
+    for row in rec.power_table:  # each row: the public power_grid at the options' runs and seed
+        study = PowerStudy(cases=(row.cases,), effects=(0.3,), simulations=120, seed=17)
+        protocol = calibrated_protocol(design, rec.chosen_lengths, row.cases, 0, 99)
+        want = power_grid(rec.power_model, study, protocol).iloc[0]
+        assert (row.power, row.mean_complete_cases) == (want["power"], want["mean_complete_cases"])
+    last = rec.power_table[-1]
+    assert last.mean_complete_cases == last.cases  # the simulated pilot has no failures
+    # A target equal to a row's power is met at that row, not one count later.
+    at = calibrate(pilot_dir, replace(o, target_power=last.power)).record
+    assert at.recommended_cases == last.cases
+    # Complete cases: a mean equal to margin x minimum (2) passes; one step short does not.
+    equal = calibrate(pilot_dir, replace(o, complete_margin=last.cases // 2)).record
+    assert equal.recommended_cases == last.cases
+    short = calibrate(pilot_dir, replace(o, complete_margin=(last.cases + 4) // 2)).record
+    assert short.recommended_cases == last.cases + 4
+
+
+def test_version_1_is_a_positive_version_but_a_frozen_one(pilot_dir: Path) -> None:
+    # 1 passes the positive-version rule; the frozen reference protocol then refuses it.
+    with pytest.raises(NeedlepointError, match="^calibrated protocol: [a-z-]+ v1 is frozen; "):
+        calibrate(pilot_dir, CalibrationOptions(**FAST, version=1))
+
+
+def test_power_not_reached_names_the_best_row_wherever_it_is(pilot_dir: Path) -> None:
+    # 20 runs per count, seed 2: Monte Carlo noise puts the best power in the middle row.
+    o = CalibrationOptions(effect=0.3, simulations=20, seed=2, max_cases=15)
+    rec = calibrate(pilot_dir, o).record
+    assert [(r.cases, r.power) for r in rec.power_table] == [(4, 0.3), (8, 0.55), (12, 0.4)]
+    assert rec.power_model is not None and rec.largest_effect == rec.power_model.largest_effect
+    assert rec.reason == (
+        "no multiple of 4 up to 15 cases reaches 80% power at effect 0.3 (best 0.550 at 8 cases)"
+    )

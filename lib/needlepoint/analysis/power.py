@@ -96,8 +96,9 @@ def simulate_runs(
     correct = u_answer < p
     failed = u_fail < failure_rate
     valid = ~failed
-    # More consecutive failures than requests can never happen: no window, no stop.
-    if 0 < stop_after <= failed.shape[1] and failure_rate > 0:
+    # More consecutive failures than requests can never happen: no window, no stop. (At a
+    # failure rate of 0 the window finds no failure, so it needs no case of its own.)
+    if 0 < stop_after <= failed.shape[1]:
         window = np.lib.stride_tricks.sliding_window_view(failed, stop_after, axis=1).all(-1)
         stops = window.any(axis=1)
         last = np.where(stops, window.argmax(axis=1) + stop_after - 1, failed.shape[1])
@@ -162,7 +163,7 @@ def decide_runs(
         # The need is one exact Python integer: multiplying the counts by alpha's denominator
         # instead overflowed int64 for a non-round confidence with 13 exact cases.
         need = max(math.ceil(alpha * total), 1)
-        supported[rows] = at_zero.astype(np.int64) < need
+        supported[rows] = at_zero < need  # int64 counts (at most 13**13) against an int
     return supported, k >= minimum
 
 
@@ -225,7 +226,8 @@ def power_grid(
     effects = list(study.effects)
     model.check()
     model.check_effects(tuple(effects))
-    check_size(study, protocol, spread=model.case_sd > 0)
+    spread = model.case_sd > 0  # read once: the memory estimate and the draws must agree
+    check_size(study, protocol, spread=spread)
     stop_after = model.stop_after
     if stop_after is None:
         stop_after = int(protocol["runner"]["max_consecutive_failures"])
@@ -239,7 +241,7 @@ def power_grid(
         uniforms = (rng.random(shape), rng.random(shape))
         # Drawn after the uniforms, so a model without spread keeps its earlier runs exactly.
         shift = None
-        if model.case_sd > 0:
+        if spread:
             shift = model.case_sd * rng.standard_normal((study.simulations, n))
         for effect in effects:
             nums, complete = simulate_runs(

@@ -97,8 +97,10 @@ def _search(
     step = len(design["orders"])
     minimum = design["analysis"]["min_complete_cases"]
     rows: list[cr.PowerRow] = []
+    # The simulation reads the design's orders, runner and analysis and the chosen lengths; the
+    # case count comes from the study, and the seed and version play no part.
+    protocol = {**design, "lengths": list(lengths)}
     for cases in range(step, case_bound(o, lengths) + 1, step):
-        protocol = calibrated_protocol(design, lengths, cases, 0, design["version"])
         study = PowerStudy(
             cases=(cases,), effects=(o.effect,), simulations=o.simulations, seed=o.seed
         )
@@ -234,13 +236,14 @@ def calibrate(
         )  # fmt: skip
         return Calibration(rec, None)
     pilot_protocol = load_prepared(Path(pilot_dir) / PREPARED_DIR).protocol
-    seed = calibrated_seed(
-        design["seeds"]["materials"],
-        pilot_protocol,
-        lambda s: calibrated_protocol(design, chosen, cases, s, version),
-        records,
-    )
-    protocol = calibrated_protocol(design, chosen, cases, seed.seed, version)
+
+    def candidate(materials_seed: int) -> dict[str, Any]:
+        # One function for every seed tried and for the one chosen: what was checked for
+        # overlap is exactly what is written.
+        return calibrated_protocol(design, chosen, cases, materials_seed, version)
+
+    seed = calibrated_seed(design["seeds"]["materials"], pilot_protocol, candidate, records)
+    protocol = candidate(seed.seed)
     reason = (
         f"lengths {', '.join(map(str, chosen))}: {cases} cases reach power "
         f"{rows[-1].power:.3f} at effect {o.effect:g}"

@@ -95,8 +95,8 @@ class Journal:
         # when the next record is appended, which must carry its hash (the session record
         # does), so a refused resume leaves the journal's bytes exactly as they were.
         self.dropped_tail = report.torn_tail
-        self._tail_pending = bool(report.torn_tail)
-        self._complete_size = report.size
+        # The size to cut the file back to before the next record, or None once nothing is torn.
+        self._cut_at: int | None = report.size if report.torn_tail else None
         new = not os.path.lexists(self.path)
         self._fh = open_append(self.path)
         if new:
@@ -110,18 +110,18 @@ class Journal:
             raise NeedlepointError("the first record after a torn tail must record its hash")
         fd = open_record(self.path, os.O_WRONLY)
         try:
-            os.ftruncate(fd, self._complete_size)
+            os.ftruncate(fd, self._cut_at)
             os.fsync(fd)
         finally:
             os.close(fd)
-        self._tail_pending = False
+        self._cut_at = None
 
     def append(self, type_: str, **fields: Any) -> dict[str, Any]:
         """Append one record durably and return it."""
         record = {"format": JOURNAL_FORMAT, "n": self.count, "prev": self.head, "type": type_}
         record.update(fields)
         line = canonical_bytes(record)
-        if self._tail_pending:
+        if self._cut_at is not None:
             self._cut_torn_tail(fields)
         try:
             self._fh.write(line + b"\n")
