@@ -327,3 +327,11 @@ def test_the_model_checks_and_the_size_source_are_named_in_words(prepared: Prepa
     sizes = length_sizes(prepared, outcomes)
     assert {s.source for s in sizes} == {"characters of the prompt text (no token count recorded)"}
     assert {s.unit for s in sizes} == {"characters"}
+
+
+def test_accuracy_by_position_lists_only_the_conditions_that_ran(prepared: Prepared) -> None:
+    # A design without the control condition A: no position row may claim a cell for it.
+    inp = make_input(prepared, {})
+    without_a = [o for o in inp.outcomes if o.condition != "A"]
+    rows = effects(without_a, analysis_params()).positions
+    assert {r.condition for r in rows} == {"B", "M", "E"}
