@@ -306,7 +306,7 @@ def test_the_search_stops_at_the_first_count_meeting_both_rules_at_their_edges(
 
 def test_version_1_is_a_positive_version_but_a_frozen_one(pilot_dir: Path) -> None:
     # 1 passes the positive-version rule; the frozen reference protocol then refuses it.
-    with pytest.raises(NeedlepointError, match="^calibrated protocol: [a-z-]+ v1 is frozen; "):
+    with pytest.raises(NeedlepointError, match=r"^calibrated protocol: [a-z-]+ v1 is frozen; "):
         calibrate(pilot_dir, CalibrationOptions(**FAST, version=1))
 
 
