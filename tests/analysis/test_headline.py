@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from needlepoint.analysis.headline import effect_rows, interval_text, q1_reading, size_text
+from types import SimpleNamespace
+
+from needlepoint.analysis.decision import NOT_EVALUABLE, NOT_SUPPORTED
+from needlepoint.analysis.headline import (
+    effect_rows,
+    interval_text,
+    q1_reading,
+    q2_reading,
+    size_text,
+)
 from needlepoint.analysis.inference import Effect, LengthSize
 
 
@@ -53,3 +62,29 @@ def test_size_text_shows_the_spread_only_when_lengths_vary() -> None:
     same = LengthSize(24, "characters", "prompt text", 8, 600, 600.5, 600)
     assert size_text(varied) == "12 records ≈ 316 tokens (309–322)"
     assert size_text(same) == "24 records ≈ 600.5 characters"
+
+
+def _primary(decision: str, estimate: float | None, lower: float | None) -> SimpleNamespace:
+    interval = None if lower is None else SimpleNamespace(lower=lower)
+    return SimpleNamespace(
+        decision=decision, estimate=estimate, interval=interval, threshold=0.1, reason="R"
+    )
+
+
+def test_q2_reading_at_each_edge_of_the_rule() -> None:
+    few = "too few complete cases to answer (R)"
+    assert q2_reading(_primary(NOT_EVALUABLE, 0.5, 0.2)) == few
+    assert q2_reading(_primary(NOT_SUPPORTED, None, 0.2)) == few
+    assert q2_reading(_primary(NOT_SUPPORTED, 0.05, None)) == few
+    below = (
+        "the added middle loss, 0.05, is below the threshold 0.1 and the interval reaches 0: "
+        "the data do not show that near-duplicate names add to it"
+    )
+    assert q2_reading(_primary(NOT_SUPPORTED, 0.05, 0.0)) == below  # lower exactly 0
+    reaches = (
+        "near-duplicate names add about 0.1 in these cases, but the interval reaches 0: "
+        "the rule does not support a real added loss"
+    )
+    assert q2_reading(_primary(NOT_SUPPORTED, 0.1, 0.0)) == reaches  # estimate at the threshold
+    above = "the added loss is above 0, but 0.05 is below the threshold 0.1"
+    assert q2_reading(_primary(NOT_SUPPORTED, 0.05, 0.5)) == above
