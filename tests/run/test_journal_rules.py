@@ -17,6 +17,7 @@ import pytest
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex
 from needlepoint.run import journal as jmod
+from needlepoint.run.folder import FolderLock
 from needlepoint.run.journal import GENESIS, HEAD_NAME, JOURNAL_NAME, Journal, read_chain
 
 # Every record read back is checked against the journal schema, so the chain rules are pinned
@@ -300,3 +301,19 @@ def test_close_releases_both_files(tmp_path: Path) -> None:
     j.append("attempt", seq=1)
     j.close()
     assert j._fh.closed and j._head_fd is None
+
+
+def test_the_runner_holding_the_lock_never_reads_a_lagging_head_as_a_live_writer(
+    tmp_path: Path,
+) -> None:
+    # Another reader, finding the folder locked, excuses a head behind the journal as a runner
+    # mid-append. The runner itself holds that lock: for it the same head is records lost.
+    run = make(tmp_path, 3)
+    first, last = sha256_hex(lines(run)[0]), sha256_hex(lines(run)[2])
+    set_head(run, 1, first)
+    with FolderLock(run), pytest.raises(NeedlepointError) as info:
+        Journal(run, fsync=False)
+    assert str(info.value) == (
+        f"journal chain broken: {run / HEAD_NAME}: says 1 records ending {first[:12]}, the "
+        f"journal has 3 ending {last[:12]} (records deleted or edited)"
+    )
