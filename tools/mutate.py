@@ -7,7 +7,8 @@ settings, and runs ``mutmut run`` in it (at most two workers). Every verdict is 
 fingerprint of the code and tests it was measured on, so ``--keep`` resumes a stopped run and
 re-checks whatever was measured on other code. A module whose mutants all have a verdict on one
 committed state gets its results file (docs/mutation/MODULE.json); ``--summary`` adds them up
-into docs/mutation.md.
+into docs/mutation.md, and the constants results files (docs/mutation/constants/, written by
+tools/mutate_constants.py) into a second table there.
 
     python tools/mutate.py [PATTERN ...] [--workers N] [--keep] [--report] [--summary] [--shards]
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Sibling modules of this script, not a package.
+from constant_results import summary as constants_summary
 from mutation_register import check_register, load_register, match_outcomes
 from mutation_report import MutateError, Outcome, mutant_changes, render, score
 from mutation_run import (
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     add_workers(parser, "mutants")
     parser.add_argument("--keep", action="store_true", help="resume: reuse build/mutation's run")
     parser.add_argument("--report", action="store_true", help="report the previous run again")
-    parser.add_argument("--summary", action="store_true", help="add up the shards' results files")
+    parser.add_argument("--summary", action="store_true", help="add up the results files")
     parser.add_argument("--shards", action="store_true", help="list the shards (core modules)")
     args = parser.parse_args(argv)
     try:
@@ -112,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.summary:
             print(summary(ROOT, list(files), write=True))
+            print(f"\n{constants_summary(ROOT, files, write=True)}")
             return 0
         patterns = patterns_for(args.patterns, list(files))
         register = load_register(REGISTER)

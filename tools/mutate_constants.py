@@ -6,7 +6,9 @@ only_mutate`` this script makes the constant mutants (tools/constant_mutants.py)
 into a private copy of ``lib/`` under ``build/constants/``, and runs the tests that read the
 module (the test files that import it or a module importing from it) until one fails. A
 mutant no test fails is a survivor, unless the register excuses it (``[[constant]]`` in
-tests/mutation_equivalents.toml, held to the same rules as function mutants).
+tests/mutation_equivalents.toml, held to the same rules as function mutants). A run that is not
+interrupted writes docs/mutation/constants/MODULE.json for each module it measured on committed
+code and tests (tools/constant_results.py); ``make mutate-summary`` adds those files up.
 
     python tools/mutate_constants.py [MODULE ...] [--workers N] [--list]
 
@@ -32,9 +34,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Sibling modules of this script, not a package.
 from constant_mutants import ConstantMutant, constant_mutants
+from constant_results import record_constants, report
 from mutation_register import load_constant_register
 from mutation_report import MutateError
-from mutation_run import REGISTER, ROOT, add_workers, check_workers, core_files, mutmut_config, say
+from mutation_run import (
+    REGISTER,
+    ROOT,
+    add_workers,
+    check_workers,
+    core_files,
+    git_state,
+    mutmut_config,
+    say,
+)
 
 STAGE = ROOT / "build" / "constants"
 TIME_LIMIT = (4.0, 60.0)  # a mutant's tests may take 4x their clean time plus a minute
@@ -269,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             raise MutateError(f"no test reads {no_tests[0]}: give it one")
         _warm()
         say(f"{len(mutants)} constant mutants in {len(args.modules or files)} modules")
+        before = git_state()  # what the results files will name, if it is still so at the end
         verdicts, stopped = measure(work, args.workers), False
     except MutateError as exc:
         say(str(exc))
@@ -276,33 +289,14 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as stop:  # Ctrl-C: what was measured is reported, labelled partial
         verdicts, stopped = stop.verdicts, True
     problems, excused = register.match(verdicts, args.modules or list(files), partial=stopped)
-    code = report(verdicts, excused, problems)
-    if stopped:
+    code = report(verdicts, excused, problems, REGISTER.relative_to(ROOT).as_posix())
+    if stopped:  # and no results file: a record names every mutant of its module
         say(f"stopped: {len(verdicts)} of {len(mutants)} constant mutants checked (partial)")
         return 1
+    measured = (ROOT, files, mutants, verdicts, register, excused, problems, before, git_state())
+    for line in record_constants(*measured):
+        say(line)
     return code
-
-
-def report(verdicts: list[Verdict], excused: dict, problems: list[str]) -> int:
-    """Every constant with its count; survivors shown with the value they would have."""
-    by_constant: dict[str, list[Verdict]] = {}
-    for v in verdicts:
-        by_constant.setdefault(v.mutant.constant, []).append(v)
-    for constant, items in sorted(by_constant.items()):
-        missed = [v for v in items if v.status not in ("killed", "timed out")]
-        missed = [v for v in missed if v.mutant not in excused]
-        print(f"{constant}: {len(items)} mutants, {len(items) - len(missed)} killed or excused")
-        for v in missed:
-            print(f"    [{v.status}] {v.mutant.change}")
-    for p in problems:
-        print(f"Register ({REGISTER.relative_to(ROOT)}): {p}")
-    survivors = sum(v.status not in ("killed", "timed out") for v in verdicts) - len(excused)
-    killed = len(verdicts) - survivors - len(excused)
-    print(
-        f"constants: killed {killed} of {len(verdicts) - len(excused)} constant mutants "
-        f"({len(excused)} registered as equivalent)"
-    )
-    return 2 if problems else 1 if survivors else 0
 
 
 if __name__ == "__main__":

@@ -84,25 +84,66 @@ def _dist_version(name: str) -> str:
     return version(name)
 
 
-def write_record(root: Path, record: dict) -> Path:
-    path = root / RESULTS / f"{record['module']}.json"
+def write_json(path: Path, record: dict) -> Path:
+    """A results file as committed: sorted keys, UTF-8, one newline at the end."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     path.write_text(text, "utf-8")
     return path
 
 
-def read_records(root: Path, modules: Sequence[str]) -> dict[str, dict]:
-    """The committed results files by module; one for a module not in the core is refused."""
+def write_record(root: Path, record: dict) -> Path:
+    return write_json(root / RESULTS / f"{record['module']}.json", record)
+
+
+def read_results(
+    root: Path, folder: Path, fmt: str, modules: Sequence[str], what: str
+) -> dict[str, dict]:
+    """The results files of one ``folder`` by module; one for a module not in the core, or
+    not of format ``fmt``, is refused."""
     out = {}
-    for path in sorted((root / RESULTS).glob("*.json")):
+    for path in sorted((root / folder).glob("*.json")):
         record = json.loads(path.read_text("utf-8"))
-        if record.get("format") != FORMAT or record.get("module") != path.stem:
-            raise MutateError(f"{path.relative_to(root)}: not a shard results file")
+        if record.get("format") != fmt or record.get("module") != path.stem:
+            raise MutateError(f"{path.relative_to(root)}: not {what}")
         if path.stem not in modules:
             raise MutateError(f"{path.relative_to(root)}: {path.stem} is not a core module")
         out[path.stem] = record
     return out
+
+
+def read_records(root: Path, modules: Sequence[str]) -> dict[str, dict]:
+    """The committed shard results files by module."""
+    return read_results(root, RESULTS, FORMAT, modules, "a shard results file")
+
+
+def sum_label(records: Mapping[str, dict], modules: Sequence[str], noun: str) -> tuple[str, list]:
+    """The total row's label, and the lines naming what the sum leaves out (none when whole)."""
+    left_out = [m.removeprefix("needlepoint.") for m in modules if m not in records]
+    if not left_out:
+        return f"all {len(modules)} {noun}", []
+    label = f"{len(modules) - len(left_out)} of {len(modules)} {noun} (partial)"
+    return label, ["", f"Not measured yet, so left out of the sum: {', '.join(left_out)}."]
+
+
+def put_table(root: Path, begin: str, end: str, text: str, what: str) -> None:
+    """Put ``text`` into docs/mutation.md between its two marker lines."""
+    doc = root / DOC
+    old = doc.read_text("utf-8")
+    if old.count(begin) != 1 or old.count(end) != 1:
+        raise MutateError(f"{DOC}: needs {what}'s two marker lines once each")
+    before, rest = old.split(begin)
+    _, after = rest.split(end)
+    doc.write_text(f"{before}{begin}\n{text}\n{end}{after}", "utf-8")
+
+
+def changed_since(root: Path, records: Mapping[str, dict]) -> list[str]:
+    """The modules whose source is no longer what their results file was measured on."""
+    return [
+        m
+        for m, r in records.items()
+        if hashlib.sha256((root / r["file"]).read_bytes()).hexdigest() != r["source_sha256"]
+    ]
 
 
 def _pct(killed: int, counted: int) -> str:
@@ -133,20 +174,13 @@ def table(records: Mapping[str, dict], modules: Sequence[str]) -> str:
         )
         total.update({k: r[k] for k in ("mutants", "equivalent", "killed", "counted")})
         total.update({"timed_out": r["timed_out"], "seconds": r["mutant_seconds"]})
-    left_out = [m.removeprefix("needlepoint.") for m in modules if m not in records]
-    label = (
-        f"all {len(modules)} shards"
-        if not left_out
-        else (f"{len(records)} of {len(modules)} shards (partial)")
-    )
+    label, left_out = sum_label(records, modules, "shards")
     rows.append(
         f"| **{label}** | | | {total['mutants']} | {total['equivalent']} "
         f"| {total['killed']} ({total['timed_out']}) | {total['counted'] - total['killed']} "
         f"| **{_pct(total['killed'], total['counted'])}** | {_minutes(total['seconds'])} |"
     )
-    if left_out:
-        rows += ["", f"Not measured yet, so left out of the sum: {', '.join(left_out)}."]
-    return "\n".join(rows)
+    return "\n".join(rows + left_out)
 
 
 def summary(root: Path, modules: Sequence[str], write: bool) -> str:
@@ -154,19 +188,8 @@ def summary(root: Path, modules: Sequence[str], write: bool) -> str:
     records = read_records(root, modules)
     text = table(records, modules)
     if write:
-        doc = root / DOC
-        old = doc.read_text("utf-8")
-        if old.count(BEGIN) != 1 or old.count(END) != 1:
-            raise MutateError(f"{DOC}: needs the shard table's two marker lines once each")
-        before, rest = old.split(BEGIN)
-        _, after = rest.split(END)
-        doc.write_text(f"{before}{BEGIN}\n{text}\n{END}{after}", "utf-8")
-    stale = [
-        m
-        for m, r in records.items()
-        if hashlib.sha256((root / r["file"]).read_bytes()).hexdigest() != r["source_sha256"]
-    ]
-    if stale:
+        put_table(root, BEGIN, END, text, "the shard table")
+    if stale := changed_since(root, records):
         text += "\n\nChanged since measured (run these shards again): " + ", ".join(stale)
     return text
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from support.tools import ROOT, load_tool
 
+constant_results = load_tool("constant_results")
 report = load_tool("mutation_report")
 shards = load_tool("mutation_shards")
 run = load_tool("mutation_run")
@@ -160,3 +161,12 @@ def test_docs_mutation_md_shows_exactly_the_committed_shards() -> None:
     expected = shards.table(records, modules)
     doc = (ROOT / shards.DOC).read_text("utf-8")
     assert f"{shards.BEGIN}\n{expected}\n{shards.END}" in doc, "run: make mutate-summary"
+
+
+def test_docs_mutation_md_shows_exactly_the_committed_constants_files() -> None:
+    files = run.core_files(run.mutmut_config())
+    expected = constant_results.summary(ROOT, files, write=False).split("\n\nChanged since")[0]
+    doc = (ROOT / shards.DOC).read_text("utf-8")
+    assert f"{constant_results.BEGIN}\n{expected}\n{constant_results.END}" in doc, (
+        "run: make mutate-summary"
+    )
