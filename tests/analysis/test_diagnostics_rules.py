@@ -140,7 +140,8 @@ def test_an_odd_number_of_responses_leaves_the_larger_half_second() -> None:
 
 
 def test_one_response_is_all_in_the_second_half() -> None:
-    assert accuracy_rows([out(4)], None) == (
+    # Half of one is none: nothing is cut off, not even seq 1.
+    assert accuracy_rows([out(1)], None) == (
         DiagnosticRow("position in block", "1", 1, 1, 1.0),
         DiagnosticRow("execution half", "first", 0, 0, None),
         DiagnosticRow("execution half", "second", 1, 1, 1.0),
