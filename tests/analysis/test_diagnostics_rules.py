@@ -79,6 +79,13 @@ def test_b_has_no_near_name_before_the_target_and_e_has_all_six(length: int) -> 
     assert preceding_near_names("E", length) == 6
 
 
+@pytest.mark.parametrize("length", [-1, -12])
+def test_a_negative_length_in_the_middle_is_refused(length: int) -> None:
+    with pytest.raises(ValueError) as info:
+        preceding_near_names("M", length)
+    assert str(info.value) == f"length {length}: a background has at least 0 records"
+
+
 # accuracy_rows
 
 
