@@ -344,3 +344,36 @@ def test_an_undefined_second_interval_neither_agrees_nor_disagrees() -> None:
         None,
     )
     assert not any("BCa" in c for c in r.changes)
+
+
+def test_a_missing_cell_whose_scoring_changes_nothing_leaves_the_run_robust() -> None:
+    # S1's low A (seq 3) is missing; A does not enter the metric, so both scorings give
+    # [2, 2, 2, 2, 2, 1, 1]/2, supported as the observed run's six complete cases are.
+    outcomes = missing(cases(2, 2, 2, 2, 2, 1, 1), 3)
+    r = robustness(outcomes, analysis_params(), prim("supported"))
+    assert [(s.decision, s.changes) for s in r.missing] == [("supported", False)] * 2
+    assert (r.changes, r.verdict) == ((), "robust")
+
+
+def test_the_models_read_the_threshold_against_the_mean_of_the_cases() -> None:
+    # [1, 1, 1, 1, 1, 2]/2 = 7/12, under a threshold of 0.6 (and its sum 7 over it): the linear
+    # fit's interval is above 0, but the rule is not met, as a "not supported" primary says.
+    r = robustness(cases(1, 1, 1, 1, 1, 2), analysis_params(threshold=0.6), prim("not supported"))
+    [linear] = [m for m in r.models if m.model == LINEAR]
+    assert linear.lower is not None and linear.lower > 0
+    assert linear.agrees is True
+    assert not any("GEE" in c for c in r.changes)
+
+
+def test_a_bca_lower_bound_of_0_is_named_as_0() -> None:
+    # [2, 0]/2: the BCa interval is [0, 1]; its lower bound 0 fails the rule.
+    r = robustness(cases(2, 0), analysis_params(), prim("supported"))
+    assert r.second_interval is not None and r.second_interval.lower == 0
+    assert "the BCa interval decides instead (lower bound 0)" in r.changes
+
+
+def test_above_twenty_cases_the_sign_flip_is_seeded_monte_carlo() -> None:
+    p = analysis_params(bootstrap_resamples=20, bootstrap_seed=5, exact_bootstrap_max_cases=3)
+    flip = robustness(cases(*[2] * 21), p, prim("supported")).sign_flip
+    # No draw of 20 reaches all 21 plus signs: p = 1/21 on both sides, above the tail 1/40.
+    assert flip == SignFlip(21, "monte-carlo", 20, 5, "1", 1 / 21, "1/21", 1 / 21, "1/21", False)
