@@ -8,6 +8,7 @@ reader sees when an interval is undefined.
 
 from __future__ import annotations
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -28,6 +29,8 @@ from needlepoint.analysis.clustered import (
     quick_decision,
     sign_flip,
 )
+
+MC = "monte-carlo"
 
 # cluster_interval ------------------------------------------------------------------------------
 
@@ -73,16 +76,30 @@ def test_exact_up_to_the_protocols_maximum_then_seeded_monte_carlo() -> None:
     values = [0, 1, 2, 3, 4, 5]
     at = cluster_interval(values, 5, analysis_params(exact_bootstrap_max_cases=6))
     assert at.method == "exact"
-    p = analysis_params(exact_bootstrap_max_cases=5, bootstrap_resamples=40, bootstrap_seed=9)
-    over = cluster_interval(values, 5, p)
-    want = percentile_interval(values, 0.95, exact_max=5, resamples=40, seed=9, denominator=5)
-    assert over == ClusterResult(
-        6, Fraction(1, 2), want.lower_exact, want.upper_exact, "monte-carlo"
+    p = analysis_params(
+        exact_bootstrap_max_cases=5, bootstrap_resamples=20, bootstrap_seed=4, confidence=0.5
     )
-    other = percentile_interval(values, 0.95, exact_max=5, resamples=40, seed=10, denominator=5)
-    assert (other.lower_exact, other.upper_exact) != (want.lower_exact, want.upper_exact)
-    fewer = percentile_interval(values, 0.95, exact_max=5, resamples=39, seed=9, denominator=5)
-    assert (fewer.lower_exact, fewer.upper_exact) != (want.lower_exact, want.upper_exact)
+    over = cluster_interval(values, 5, p)
+    assert over == ClusterResult(6, Fraction(1, 2), Fraction(13, 30), Fraction(19, 30), MC)
+    want = percentile_interval(values, 0.5, exact_max=5, resamples=20, seed=4, denominator=5)
+    assert (want.lower_exact, want.upper_exact) == (over.lower, over.upper)
+    # Each protocol parameter counts: another seed, count, confidence or switch differs.
+    for other in (
+        percentile_interval(values, 0.5, exact_max=5, resamples=20, seed=5, denominator=5),
+        percentile_interval(values, 0.5, exact_max=5, resamples=19, seed=4, denominator=5),
+        percentile_interval(values, 0.95, exact_max=5, resamples=20, seed=4, denominator=5),
+        percentile_interval(values, 0.5, exact_max=6, resamples=20, seed=4, denominator=5),
+    ):
+        assert (other.lower_exact, other.upper_exact) != (over.lower, over.upper)
+
+
+def test_the_exact_lower_bound_can_lie_above_the_lowest_sum() -> None:
+    # [0, 1, 2, 3]/3: of 256 ordered resamples the sums 0, 1, 2 have 1, 4 and 10; 1/40 of 256
+    # (6.4) is first reached at sum 2, and 39/40 (249.6) at sum 10: [2/12, 10/12].
+    r = cluster_interval([0, 1, 2, 3], 3, analysis_params())
+    assert r == ClusterResult(4, Fraction(1, 2), Fraction(1, 6), Fraction(5, 6), "exact")
+    shifted = cluster_interval([-3, -2, -1, 0], 3, analysis_params())
+    assert (shifted.lower, shifted.upper) == (Fraction(-5, 6), Fraction(-1, 6))
 
 
 # quick_decision --------------------------------------------------------------------------------
@@ -120,6 +137,7 @@ def test_supported_needs_the_estimate_at_the_threshold_and_the_lower_bound_above
 def test_the_signed_sums_are_counted_from_the_lowest() -> None:
     lowest, counts = _signed_sum_counts([1, 2])  # ±1 ± 2: −3, −1, 1, 3
     assert (lowest, counts.tolist()) == (-3, [1, 0, 1, 0, 1, 0, 1])
+    assert counts.dtype.kind == "i"  # counted in integers
     lowest, counts = _signed_sum_counts([2, -2])  # 0 twice, ±4 once each
     assert (lowest, counts.tolist()) == (-4, [1, 0, 0, 0, 2, 0, 0, 0, 1])
 
@@ -162,14 +180,14 @@ def test_the_two_sided_p_counts_sums_as_far_from_0_on_either_side() -> None:
 
 def test_twenty_cases_are_exact_and_twenty_one_monte_carlo() -> None:
     assert SIGN_FLIP_EXACT_MAX == 20
-    p = analysis_params(bootstrap_resamples=30, bootstrap_seed=2)
+    p = analysis_params(bootstrap_resamples=300, bootstrap_seed=2)
     twenty = sign_flip([1] * 20, 1, p)
     assert (twenty.method, twenty.patterns, twenty.seed) == ("exact", 2**20, None)
     assert (twenty.p_one_sided, twenty.p_two_sided) == (Fraction(1, 2**20), Fraction(2, 2**20))
     mc = sign_flip([1] * 21, 1, p)
-    # No draw of 30 reaches all 21 plus signs (nor all minus): p = 1/31 on both sides.
+    # Each sign is + or − with even odds: no draw of 300 has all 21 plus (nor all minus).
     assert mc == SignFlipResult(
-        21, "monte-carlo", 30, 2, Fraction(1), Fraction(1, 31), Fraction(1, 31)
+        21, "monte-carlo", 300, 2, Fraction(1), Fraction(1, 301), Fraction(1, 301)
     )
 
 
@@ -196,6 +214,19 @@ def test_a_monte_carlo_draw_equal_to_the_observed_sum_counts_as_reaching_it() ->
     assert sign_flip(values, 1, p) == SignFlipResult(
         21, "monte-carlo", 10, 1, Fraction(2, 21), Fraction(1 + plus, 11), Fraction(1)
     )
+
+
+def test_the_monte_carlo_sums_are_exact_integers_beyond_float_precision() -> None:
+    # [2^54, 1, 0, …]: in floats 2^54 − 1 rounds up to 2^54 and would tie the observed 2^54 + 1;
+    # in integers only the draws with both leading signs plus reach it.
+    values = [2**54, 1] + [0] * 19
+    p = analysis_params(bootstrap_resamples=40, bootstrap_seed=3)
+    signs = np.random.default_rng(3).integers(0, 2, (40, 21), dtype=np.int8) * 2 - 1
+    first, both = signs[:, 0] == 1, (signs[:, 0] == 1) & (signs[:, 1] == 1)
+    same = (signs[:, 0] == signs[:, 1]).sum()
+    assert 0 < both.sum() < first.sum() and same < 40
+    r = sign_flip(values, 1, p)
+    assert (r.p_one_sided, r.p_two_sided) == (Fraction(1 + both.sum(), 41), Fraction(1 + same, 41))
 
 
 # bca_interval ----------------------------------------------------------------------------------
@@ -239,3 +270,10 @@ def test_a_bca_correction_that_is_not_finite_is_named() -> None:
     assert bca_interval([0, 4], 2, analysis_params(bootstrap_resamples=1, bootstrap_seed=1)) == (
         BcaResult(1.0, 1.0, 1, 1, "")
     )
+
+
+def test_a_bca_correction_that_is_not_finite_is_reported_without_a_warning() -> None:
+    p = analysis_params(bootstrap_resamples=1, bootstrap_seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bca_interval([0, 4], 2, p).note == "undefined: the BCa correction is not finite"
