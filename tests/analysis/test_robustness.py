@@ -2,10 +2,10 @@
 
 A case here is one length (60 records) with its low and high blocks (B, M, A, E); its
 numerator of the preregistered difference is ``(B + E − 2M)`` under high minus the same under
-low, over a denominator of 2. Every number asserted is worked out by hand in the comment beside
-it: an interval of identical case values is that value, and two or three cases put the exact
-percentile bounds at the smallest and largest value whenever one case alone carries at least
-1/40 of the resamples.
+low, over a denominator of 2. Every exact fraction asserted is worked out by hand in the
+comment beside it: an interval of identical case values is that value, and two or three cases
+put the exact percentile bounds at the smallest and largest value whenever one case alone
+carries at least 1/40 of the resamples.
 """
 
 from __future__ import annotations
