@@ -160,3 +160,15 @@ def test_an_unknown_cost_says_whether_usage_was_missing_or_held_no_counts(
     outcome = {"type": "outcome", "seq": 5, "time": "2026-12-01T00:02:00Z", "usage": usage}
     state = JournalState.of([outcome])
     assert (state.why_unknown(5), state.why_unknown(6)) == (why, "no usage in the response")
+
+
+@pytest.mark.parametrize(("chars", "kept"), [(4095, True), (4096, True), (4097, False)])
+def test_an_answer_of_up_to_4096_characters_is_kept_in_memory_and_a_longer_one_is_not(
+    chars: int, kept: bool
+) -> None:
+    # Beyond this a reader fetches the text from the journal line again (memory stays bounded).
+    from needlepoint.run.journal_records import OutcomeSummary
+
+    text = "é" * chars  # characters, not bytes: two bytes each in UTF-8
+    record = {"seq": 1, "classification": {"response_text": text}}
+    assert OutcomeSummary.of(record).response_text == (text if kept else None)
