@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.mutations import rechain
 from support.results import make_input, make_prepared, make_rows
 
 from needlepoint.analysis.context import (
@@ -136,6 +137,40 @@ def test_sessions_follow_the_session_record_before_each_attempt() -> None:
         {"type": "attempt", "seq": 1},  # never happens; the first attempt decides
     ]
     assert sessions_by_seq(records) == {1: 1, 2: 2}
+
+
+def test_a_sessions_recorded_number_is_the_one_given_and_a_missing_one_counts_on() -> None:
+    records = [
+        {"type": "attempt", "seq": 9},  # before any session record: session 0
+        {"type": "session", "session": 3},
+        {"type": "attempt", "seq": 1},
+        {"type": "attempt", "seq": "2"},  # not an integer seq: no session is claimed for it
+        {"type": "session"},  # no number: the one after the last
+        {"type": "attempt", "seq": 2},
+    ]
+    assert sessions_by_seq(records) == {9: 0, 1: 3, 2: 4}
+
+
+def test_a_runs_sessions_are_the_numbers_its_journal_records(
+    tmp_path: Path, prepared: Prepared
+) -> None:
+    # The runner numbers sessions 1, 2, ...; a journal may say otherwise, and the record wins.
+    from needlepoint import cli
+    from needlepoint.analysis.context import run_facts
+
+    run_dir = tmp_path / "run"
+    argv = ["run", str(prepared.root), "--allow", "4", "--run-dir", str(run_dir)]
+    assert cli.main([*argv, "--simulate", "perfect", "--no-progress"]) == 0
+    journal = run_dir / "journal.jsonl"
+    lines = [json.loads(line) for line in journal.read_bytes().splitlines()]
+    assert [r["session"] for r in lines if r["type"] == "session"] == [1]
+    for r in lines:
+        if r["type"] == "session":
+            r["session"] = 7
+    journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rechain(journal)
+    context, sessions = run_facts(run_dir, prepared, ())
+    assert (context.sessions, sorted(sessions.items())) == (1, [(1, 7), (2, 7), (3, 7), (4, 7)])
 
 
 def test_token_counts_of_other_materials_fall_back_to_usage(tmp_path: Path) -> None:

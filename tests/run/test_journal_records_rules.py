@@ -20,6 +20,8 @@ from needlepoint.run.journal_records import (
 from needlepoint.run.scoring import classify
 from needlepoint.run.transport import Exchange
 
+NO_INTEGERS = "its usage has no integer prompt_tokens and completion_tokens"
+
 
 def exchange(body: bytes | None) -> Exchange:
     return Exchange(200, body, None, "", 0.1234567, False, {"x-id": "1"})
@@ -138,3 +140,23 @@ def test_journal_state_keeps_each_seqs_first_attempt_and_adds_up_known_costs() -
     kept = {"seq": 4, "request_sha256": None, "time": "2026-12-01T00:00:00Z"}
     assert state.attempts == {4: kept} and state.attempt_count == 2
     assert state.spent == 0.75 and state.unknown_cost == [3]
+
+
+@pytest.mark.parametrize(
+    ("usage", "why"),
+    [
+        (None, "no usage in the response"),
+        ({"prompt_tokens": "7", "completion_tokens": 2}, NO_INTEGERS),
+        ({}, NO_INTEGERS),
+    ],
+    ids=["no-usage", "string-count", "empty-usage"],
+)
+def test_an_unknown_cost_says_whether_usage_was_missing_or_held_no_counts(
+    usage: object, why: str
+) -> None:
+    # The cost-cap stop line quotes this: a reader must know which of the two went wrong.
+    from needlepoint.run.journal_records import JournalState
+
+    outcome = {"type": "outcome", "seq": 5, "time": "2026-12-01T00:02:00Z", "usage": usage}
+    state = JournalState.of([outcome])
+    assert (state.why_unknown(5), state.why_unknown(6)) == (why, "no usage in the response")

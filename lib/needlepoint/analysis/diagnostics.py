@@ -39,6 +39,8 @@ def preceding_near_names(condition: str, length: int) -> int:
         return 0
     if condition == "E":
         return 6
+    if length < 0:  # the slot rule below holds for record counts, never for a negative one
+        raise ValueError(f"length {length}: a background has at least 0 records")
     half = length // 2
     return sum(((2 * k + 1) * length) // 12 < half for k in range(6))
 

@@ -58,8 +58,8 @@ def _scenario(
     def scored(o: Outcome) -> Outcome:
         if o.seq not in assignment:
             return o
-        right = assignment[o.seq]
-        return replace(o, status="correct" if right else "error", kind="" if right else "imputed")
+        # The numerators read the status alone: a scored cell is valid whatever kind it had.
+        return replace(o, status="correct" if assignment[o.seq] else "error")
 
     _, nums, den = preregistered_numerators([scored(o) for o in outcomes])
     return _from_decision(kind, label, tuple(sorted(assignment)), nums, den, params, observed)
