@@ -12,15 +12,20 @@ docs/mutation.md adds the files up and names the modules it leaves out, as the s
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 from constant_mutants import ConstantMutant, constant_mutants
 from mutation_shards import RESULTS as SHARDS
-from mutation_shards import changed_since, put_table, read_results, sum_label, write_json
+from mutation_shards import (
+    changed_since,
+    put_table,
+    read_results,
+    record_head,
+    sum_label,
+    write_json,
+)
 
 RESULTS = SHARDS / "constants"
 FORMAT = "needlepoint-mutation-constants"
@@ -64,13 +69,7 @@ def constants_record(
     excused = [v for v in verdicts if v.mutant in reasons]
     missed = [v for v in verdicts if v.status not in KILLED and v.mutant not in reasons]
     return {
-        "format": FORMAT,
-        "version": 1,
-        "module": module,
-        "file": f"lib/{module.replace('.', '/')}.py",
-        "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-        "commit": commit,
-        "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **record_head(FORMAT, module, source, commit),
         "verdicts": dict(sorted(Counter(v.status for v in verdicts).items())),
         "counts": {
             "mutants": len(verdicts),

@@ -27,6 +27,20 @@ BEGIN = (
 END = "<!-- end of the shard table -->"
 
 
+def record_head(fmt: str, module: str, source: Path, commit: str) -> dict:
+    """What every results file opens with: its format, the module and its source hash, the
+    commit measured and when (shards and constants alike)."""
+    return {
+        "format": fmt,
+        "version": 1,
+        "module": module,
+        "file": f"lib/{module.replace('.', '/')}.py",
+        "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "commit": commit,
+        "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
 def shard_record(
     module: str,
     source: Path,
@@ -41,13 +55,7 @@ def shard_record(
     version = getattr(mutmut, "__version__", None) or _dist_version("mutmut")
     timed_out = result.by_status.get("timeout", 0)
     return {
-        "format": FORMAT,
-        "version": 1,
-        "module": module,
-        "file": f"lib/{module.replace('.', '/')}.py",
-        "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-        "commit": commit,
-        "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **record_head(FORMAT, module, source, commit),
         "mutmut": version,
         "mutants": len(outcomes),
         "verdicts": dict(sorted(Counter(o.status for o in outcomes).items())),
