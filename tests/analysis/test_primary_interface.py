@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+from support.results import make_input, make_prepared, middle_loss
+
 from needlepoint.analysis.inputs import Outcome
-from needlepoint.analysis.primary import completeness, natural_key, position_bounds
+from needlepoint.analysis.primary import completeness, natural_key, position_bounds, primary
 
 
 def outcome(
@@ -157,3 +160,15 @@ def test_position_bounds_is_empty_when_no_position_is_bounded() -> None:
     cells = by_sim({"B": "ce", "M": "ec"}, {"E": "cce"})
     assert position_bounds(cells, False) == []
     assert position_bounds({"low": [], "high": []}, True) == []
+
+
+def test_pair_values_are_halved_twice_losses(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each length's losses and difference are B + E - 2M halved: 1 per lost middle."""
+    prepared = make_prepared(tmp_path_factory)
+    spec = middle_loss({"S1/60": ("low", "high"), "S1/240": ("high",)})
+    result = primary(make_input(prepared, spec))
+    s1 = next(c for c in result.primary.cases if c.case == "S1").lengths
+    assert [(x.length, x.loss_low, x.loss_high, x.difference) for x in s1] == [
+        (60, 1.0, 1.0, 0.0),
+        (240, 0.0, 1.0, 1.0),
+    ]
