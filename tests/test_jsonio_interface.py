@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,20 @@ def test_file_sha256_hashes_every_byte_of_a_file_over_one_chunk(tmp_path: Path) 
     small = tmp_path / "small.bin"
     small.write_bytes(b"abc")
     assert file_sha256(str(small)) == sha256_hex(b"abc")
+
+
+def test_file_sha256_holds_at_most_two_mib_of_a_large_file_at_once(tmp_path: Path) -> None:
+    # Streamed in 1 MiB pieces: the piece being hashed and the one being read are the most held
+    # at once. Reading the whole file, or larger pieces, would hold more.
+    path = tmp_path / "large.bin"
+    path.write_bytes(b"a" * (16 << 20))
+    tracemalloc.start()
+    try:
+        file_sha256(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 << 20
 
 
 def test_file_sha256_follows_a_link_to_a_file(tmp_path: Path) -> None:
