@@ -222,6 +222,21 @@ def test_wait_gap_in_a_live_bar_ticks_each_second(monkeypatch) -> None:
     assert simulated.wait_gap(2) == 2.5 and simulated.clock.sleeps == [2.5]
 
 
+def test_wait_gap_ends_for_a_gap_finer_than_a_microsecond() -> None:
+    # The remainder 0.0000004 rounds to 0; a simulated clock never moves on a sleep of 0.
+    s = session(min_gap_s=1.0000004)
+    s.clock, s.last_done_mono = FakeClock(mono=10.0, simulated=True), 10.0
+    sleep = s.clock.sleep
+
+    def bounded(seconds: float) -> None:
+        assert len(s.clock.sleeps) < 5, "wait_gap does not end"
+        sleep(seconds)
+
+    s.clock.sleep = bounded
+    assert s.wait_gap(2) == 1.000001
+    assert s.clock.sleeps == [1.0, 0.000001]
+
+
 class Shown:
     """A progress display that records what it is asked to show."""
 
