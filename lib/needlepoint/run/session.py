@@ -116,7 +116,9 @@ class Session:
     def wait_gap(self, seq: int) -> float | None:
         gap = self.since_done()
         while gap is not None and gap < self.s.min_gap_s:
-            remaining = round(self.s.min_gap_s - gap, 6)
+            # At least a microsecond: a gap finer than that (1.0000004) would round to a
+            # wait of 0, and a simulated clock, which a sleep of 0 never moves, would loop.
+            remaining = max(round(self.s.min_gap_s - gap, 6), 0.000001)
             self.progress.waiting(seq, self.last, remaining)
             live = self.progress.mode in LIVE_MODES and not self.clock.simulated
             step = 1.0 if live else remaining  # a live countdown ticks each second
