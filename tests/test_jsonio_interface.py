@@ -211,25 +211,30 @@ def test_parse_json_returns_the_value_with_duplicate_free_objects() -> None:
     }
 
 
-def test_parse_json_names_the_line_of_broken_json_within_the_text() -> None:
-    """Without a given line, the parser's own line number is named."""
+@pytest.mark.parametrize(
+    ("text", "where", "line", "message"),
+    [
+        # Without a given line, the parser's own line number is named.
+        ("[1,\n2\n3]", "in.json", None, "in.json:3: broken JSON (Expecting ',' delimiter)"),
+        # With a given line (a JSONL file), that line is named, not the one in the text.
+        ("\n\n{", "in.jsonl", 7, "in.jsonl:7: broken JSON (Expecting property name enclosed"),
+        # A duplicate key without a given line names the file alone.
+        (
+            '{"a": 1, "a": 2}',
+            "in.json",
+            None,
+            "in.json: duplicate key 'a' (each key may appear once)",
+        ),
+    ],
+    ids=["line-in-text", "given-line", "duplicate-key"],
+)
+def test_parse_json_names_where_a_refusal_is(
+    text: str, where: str, line: int | None, message: str
+) -> None:
+    """Each refusal names the file, and the line where one is known."""
     with pytest.raises(NeedlepointError) as caught:
-        parse_json("[1,\n2\n3]", "in.json")
-    assert str(caught.value) == "in.json:3: broken JSON (Expecting ',' delimiter)"
-
-
-def test_parse_json_names_the_given_line_of_a_jsonl_file() -> None:
-    """With a given line (a JSONL file), that line is named, not the one in the text."""
-    with pytest.raises(NeedlepointError) as caught:
-        parse_json("\n\n{", "in.jsonl", 7)
-    assert str(caught.value).startswith("in.jsonl:7: broken JSON (")
-
-
-def test_parse_json_without_a_line_names_a_duplicate_key_by_file_only() -> None:
-    """A duplicate key without a given line names the file alone."""
-    with pytest.raises(NeedlepointError) as caught:
-        parse_json('{"a": 1, "a": 2}', "in.json")
-    assert str(caught.value) == "in.json: duplicate key 'a' (each key may appear once)"
+        parse_json(text, where, line)
+    assert str(caught.value).startswith(message)
 
 
 def test_parse_json_cuts_a_long_reason_to_120_characters() -> None:

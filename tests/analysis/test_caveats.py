@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import MISSING, fields
 
 import pytest
+from support.analysis import outcome
 
 from needlepoint.analysis.inputs import AnalysisInput, Outcome
 from needlepoint.analysis.primary import primary
 from needlepoint.design.protocol import reference_protocol
-
-
-def outcome(**given: object) -> Outcome:
-    """An Outcome with the given fields; every other required field (the numbers) unknown."""
-    unknown = {f.name: None for f in fields(Outcome) if f.default is MISSING}
-    return Outcome(**{**unknown, **given})  # type: ignore[arg-type]
-
 
 BANNER = "SIMULATION — not a model result: the outcomes come from a fake transport."
 CEILING = (

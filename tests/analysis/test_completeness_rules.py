@@ -7,17 +7,11 @@ whose outcomes lack a similarity block altogether.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from support.analysis import outcome
 
-from needlepoint.analysis.inputs import AnalysisInput, Outcome
+from needlepoint.analysis.inputs import AnalysisInput
 from needlepoint.analysis.primary import natural_key, primary
 from needlepoint.design.protocol import reference_protocol
-
-
-def outcome(**given: object) -> Outcome:
-    """An Outcome with the given fields; every other required field (the numbers) unknown."""
-    unknown = {f.name: None for f in fields(Outcome) if f.default is MISSING}
-    return Outcome(**{**unknown, **given})  # type: ignore[arg-type]
 
 
 def outcomes(cases: int, rule=lambda c, n, s, cond: "correct", sims=("low", "high")) -> tuple:

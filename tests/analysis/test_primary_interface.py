@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.analysis import outcome as support_outcome
 from support.results import make_input, make_prepared, middle_loss
 
 from needlepoint.analysis.inputs import Outcome
@@ -19,24 +20,10 @@ def outcome(
     kind: str = "",
 ) -> Outcome:
     """One results row with only the fields the analysis reads set."""
-    return Outcome(
-        seq=seq,
-        block=0,
-        pair=0,
-        case=case,
-        length=length,
-        similarity=similarity,
-        condition=condition,
-        order="BME",
-        status=status,
-        kind=kind,
-        http_status=None,
-        latency_s=None,
-        prompt_tokens=None,
-        completion_tokens=None,
-        reasoning_tokens=None,
-        cost=None,
-    )
+    return support_outcome(
+        seq=seq, block=0, pair=0, case=case, length=length, similarity=similarity,
+        condition=condition, order="BME", status=status, kind=kind,
+    )  # fmt: skip
 
 
 def full_case(case: str, lengths: tuple[int, ...], start: int) -> list[Outcome]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import MISSING, fields
+
+from needlepoint.analysis.inputs import Outcome
 from needlepoint.analysis.record import AnalysisParameters
 
 REFERENCE = dict(
@@ -17,3 +20,9 @@ REFERENCE = dict(
 def analysis_params(**kw: object) -> AnalysisParameters:
     """The reference protocol's analysis parameters, with the given fields replaced."""
     return AnalysisParameters(**{**REFERENCE, **kw})  # type: ignore[arg-type]
+
+
+def outcome(**given: object) -> Outcome:
+    """An Outcome with the given fields; every other required field (the numbers) unknown."""
+    unknown = {f.name: None for f in fields(Outcome) if f.default is MISSING}
+    return Outcome(**{**unknown, **given})  # type: ignore[arg-type]
