@@ -123,6 +123,9 @@ def below(name: str, value: object, low: object) -> str:
         ({"dropped_tail_sha256": SHA}, None),
         ({"dropped_tail_sha256": "x"}, f"dropped_tail_sha256: {NOT_SHA}"),
         ({"dropped_tail_sha256": None}, "dropped_tail_sha256: expected a string, found null"),
+        ({"declaration_sha256": SHA}, None),
+        ({"declaration_sha256": "x"}, f"declaration_sha256: {NOT_SHA}"),
+        ({"declaration_sha256": None}, "declaration_sha256: expected a string, found null"),
     ],
 )  # fmt: skip
 def test_session_fields(changes: dict, found: str | None) -> None:
