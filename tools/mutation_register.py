@@ -87,7 +87,8 @@ def load_register(path: Path) -> tuple[Entry, ...]:
     entries = []
     for i, raw in enumerate(data.get("equivalent", []), start=1):
         where = f"{path.name}: equivalent entry {i}"
-        fields = _fields(raw, FIELDS, where)
+        # after = "" names a mutant that removes the line (a keyword argument left out).
+        fields = _fields(raw, FIELDS, where, may_be_empty=("after",))
         if not (_lines_ok(fields["before"]) and _lines_ok(fields["after"])):
             raise MutateError(
                 f"{where}: before and after are the exact lines, with their indentation"
@@ -103,10 +104,17 @@ def load_register(path: Path) -> tuple[Entry, ...]:
     return tuple(entries)
 
 
-def _fields(raw: dict, names: Sequence[str], where: str) -> dict[str, str]:
-    """An entry's named fields, each a non-empty string, and nothing else but ``depends``."""
+def _fields(
+    raw: dict, names: Sequence[str], where: str, may_be_empty: Sequence[str] = ()
+) -> dict[str, str]:
+    """An entry's named fields, each a string, non-empty unless named in ``may_be_empty``
+    (exactly "", a removed line), and nothing else but ``depends``."""
     fields = {k: raw.get(k) for k in names}
-    bad = [k for k, v in fields.items() if not isinstance(v, str) or not v.strip()]
+    bad = [
+        k
+        for k, v in fields.items()
+        if not isinstance(v, str) or (not v.strip() and not (k in may_be_empty and v == ""))
+    ]
     extra = sorted(set(raw) - set(names) - {"depends"})
     if bad or extra:
         raise MutateError(f"{where} {f'needs {bad[0]}' if bad else f'unknown field {extra[0]}'}")

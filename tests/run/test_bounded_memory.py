@@ -76,7 +76,16 @@ def _resume(run: Path) -> None:
         assert journal.count > LONG_ANSWERS
 
 
-@pytest.mark.parametrize("reader", [_results, _audit, _analysis, _resume], ids=lambda f: f.__name__)
+def _summary(run: Path) -> None:
+    from needlepoint.run.results import journal_summary
+
+    assert len(journal_summary(run)) > 1
+
+
+READERS = [_results, _audit, _analysis, _resume, _summary]
+
+
+@pytest.mark.parametrize("reader", READERS, ids=lambda f: f.__name__)
 def test_reading_a_journal_of_long_answers_costs_one_record(long_run: Path, reader) -> None:
     size = (long_run / "journal.jsonl").stat().st_size
     largest = max(len(line) for line in (long_run / "journal.jsonl").read_bytes().splitlines())

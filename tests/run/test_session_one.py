@@ -206,3 +206,16 @@ def test_a_live_transport_sends_the_package_user_agent_and_no_mock() -> None:
         assert transport._watchdog is not None  # only a real connection has a watchdog
     finally:
         transport.close()
+
+
+def test_a_simulated_transport_points_at_the_reserved_invalid_host() -> None:
+    # Should the simulator's mock ever be bypassed, a .invalid host (RFC 2606) cannot resolve:
+    # a simulation can never reach a real server.
+    s, _ = make(simulation=True, simulate="perfect", timeout_s=5.0, deadline_s=10.0,
+                base_url=None, sim_params=None)  # fmt: skip
+    s.clock = Clock()
+    transport = s.transport()
+    try:
+        assert transport.url == "http://simulation.invalid/v1/chat/completions"
+    finally:
+        transport.close()

@@ -165,6 +165,8 @@ def test_entries_need_their_fields_in_exact_form(tmp_path: Path) -> None:
     cases = {
         "[[equivalent]]\n" + full.replace('reason = "r"\n', ""): "entry 1 needs reason",
         f"[[equivalent]]\n{full}note = 'n'\n": "entry 1 unknown field note",
+        "[[equivalent]]\n" + full.replace('"    y"', '"  "'): "entry 1 needs after",
+        "[[equivalent]]\n" + full.replace('"    x"', '""'): "entry 1 needs before",
         f"[[equivalent]]\n{full}" * 2: r"a\.f is registered twice for one change",
         full.replace('"    x"', '"x"').join(
             ["[[equivalent]]\n", ""]
@@ -182,6 +184,14 @@ def test_entries_need_their_fields_in_exact_form(tmp_path: Path) -> None:
             register.load_register(write(tmp_path, text))
     with pytest.raises(MutateError, match="register is missing"):
         register.load_register(tmp_path / "absent.toml")
+
+
+def test_an_empty_after_names_a_removed_line(tmp_path: Path) -> None:
+    text = f'[[equivalent]]\nfunction = "{CLIP}"\nbefore = "    x=1,"\nafter = ""\nreason = "r"\n'
+    (e,) = register.load_register(write(tmp_path, text))
+    assert (e.before, e.after) == ("    x=1,", "")
+    removed = outcome(1, "survived", ("    x=1,", ""))
+    assert register.match_outcomes([e], [removed]) == ({removed.key: e}, [])
 
 
 def test_a_stale_entry_stops_make_mutate_before_any_mutant_runs(
