@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from support.results import JOURNAL, make_input, make_prepared, make_rows, write_csv
 
+from needlepoint.analysis.context import run_context
 from needlepoint.analysis.inputs import (
     RESULT_COLUMNS,
     UNVERIFIED_TABLE,
@@ -221,6 +222,13 @@ def test_a_results_table_is_read_and_marked_unverified(tmp_path: Path, prepared:
         )
     )
     assert len(inp.outcomes) == len(prepared.plan)
+    # A table has no journal: no endpoint, dates or sessions, but the prompt size per length
+    # (which the headline names) still comes from the prepared folder.
+    assert inp.context == run_context(prepared, inp.outcomes, None)
+    assert inp.context.sessions is None and inp.context.endpoint_host is None
+    assert [size.length for size in inp.context.lengths] == sorted(
+        {p.length for p in prepared.plan}
+    )
 
 
 def test_pooling_is_refused_with_the_whole_reason(prepared: Prepared) -> None:
