@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
+import tqdm
 
 from needlepoint.design.freeze import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# tqdm guards its bars with a multiprocessing lock: a semaphore shared by every process forked
+# after it exists. mutmut forks each mutant's tests from one process, so a mutant killed at its
+# time limit while drawing a bar left the semaphore held, and every later mutant that drew a bar
+# waited on it until its own limit: counted "timed out", so killed, though never tested (seen in
+# run.session at c108375). A thread lock keeps each process's bars to itself.
+tqdm.tqdm.set_lock(threading.RLock())
 
 
 @pytest.fixture(scope="session")
