@@ -357,6 +357,15 @@ def test_a_finished_plan_stops_as_complete(reference_dir, tmp_path):
     assert (stop["type"], stop["reason"]) == ("stop", "complete")
 
 
+def test_the_progress_display_closes_on_the_stop_reason(reference_dir, tmp_path, monkeypatch):
+    from needlepoint.run.progress import Progress
+
+    shown: list[str] = []
+    monkeypatch.setattr(Progress, "close", lambda self, message: shown.append(message))
+    simulate(reference_dir, tmp_path / "run", 2)
+    assert shown == ["allowance_spent"]
+
+
 def test_a_resumed_session_counts_on_and_skips_what_was_attempted(reference_dir, tmp_path):
     run = tmp_path / "run"
     simulate(reference_dir, run, 2)
@@ -383,6 +392,7 @@ def test_a_dangling_attempt_gets_a_recovered_outcome_and_is_not_resent(reference
         "attempt journalled, but the process ended before its outcome"
     )
     assert recovered["classification"]["kind"] == "indeterminate_interrupted"
+    assert recovered["time"] == records[second]["time"]  # recovered when the session opened
     assert [r["seq"] for r in records if r["type"] == "attempt"] == [1, 2, 3]
 
 
