@@ -332,6 +332,23 @@ def test_differs_at_names_the_first_differing_line(tmp_path):
     assert differs_at(path, rows) == 1
 
 
+def test_differs_at_reads_no_further_than_one_byte_past_the_rows(tmp_path):
+    import tracemalloc
+
+    from needlepoint.run.results import csv_bytes, differs_at
+
+    rows = _rows("1", "2", "3")
+    path = tmp_path / "results.csv"
+    path.write_bytes(csv_bytes(rows) + b"x" * (32 << 20))  # an edited file, 32 MiB too long
+    tracemalloc.start()
+    try:
+        assert differs_at(path, rows) == 5
+        used = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert used < 1 << 20, f"peak {used} bytes: the tail was read, not one byte of it"
+
+
 def test_journal_summary_of_a_fully_priced_run_names_no_unknown_cost(reference_dir, tmp_path):
     from needlepoint.run.results import journal_summary
 
