@@ -402,3 +402,11 @@ def test_differs_at_counts_the_lines_inside_a_quoted_cell(tmp_path):
         assert differs_at(path, rows) == line
     path.write_bytes(good)
     assert differs_at(path, rows) is None
+
+
+def test_a_cell_is_the_value_as_text_and_unknown_is_empty():
+    from needlepoint.run.results import _cell
+
+    assert [_cell(v) for v in ("7", 200, 0.1, 1e-07, None, False)] == [
+        "7", "200", "0.1", "1e-07", "", ""
+    ]  # fmt: skip
