@@ -410,3 +410,17 @@ def test_a_cell_is_the_value_as_text_and_unknown_is_empty():
     assert [_cell(v) for v in ("7", 200, 0.1, 1e-07, None, False)] == [
         "7", "200", "0.1", "1e-07", "", ""
     ]  # fmt: skip
+
+
+def test_a_prepared_folder_of_another_fingerprint_is_refused_by_name(reference_dir, tmp_path):
+    from types import SimpleNamespace
+
+    from needlepoint.run.results import load_frozen_plan
+
+    run = SimpleNamespace(prepared_dir="../prepared", prepared_fingerprint="0" * 64)
+    with pytest.raises(NeedlepointError) as refused:
+        load_frozen_plan(tmp_path / "run", run, reference_dir)  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        f"{reference_dir}: manifest fingerprint differs from {tmp_path / 'run' / 'run.json'}: "
+        "not the prepared folder this run used"
+    )
