@@ -424,3 +424,16 @@ def test_a_prepared_folder_of_another_fingerprint_is_refused_by_name(reference_d
         f"{reference_dir}: manifest fingerprint differs from {tmp_path / 'run' / 'run.json'}: "
         "not the prepared folder this run used"
     )
+
+
+def test_a_prepared_file_edited_after_the_run_is_refused(prepared_copy, tmp_path):
+    from needlepoint.run.results import derive
+
+    run = tmp_path / "run"
+    run_protocol(prepared_copy, run, RunOptions(allow=3, simulate="perfect", progress="off"))
+    key = prepared_copy / "answer_key.jsonl"
+    key.write_bytes(key.read_bytes().replace(b"\n", b" \n", 1))  # still valid, not the same bytes
+    with pytest.raises(NeedlepointError) as refused:
+        derive(run)
+    named = run / "../prepared/answer_key.jsonl"  # as run.json names it, relative to the run
+    assert str(refused.value) == f"{named}: differs from manifest.json (edited?)"
