@@ -287,6 +287,30 @@ def test_the_head_file_is_rewritten_whole_when_it_shrinks(tmp_path: Path) -> Non
     assert (run / HEAD_NAME).read_bytes() == expected
 
 
+def test_the_head_file_is_truncated_only_when_its_length_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A record costs one small pwrite of the head; a truncate per record would add a metadata
+    # write to every append. Only a head whose length changed (a new file, a record count
+    # gaining a digit, an old head that was longer) is truncated.
+    calls: list[int] = []
+    real = os.ftruncate
+    monkeypatch.setattr(jmod.os, "ftruncate", lambda fd, n: (calls.append(n), real(fd, n))[1])
+    run = make(tmp_path, 3)  # the empty head is written (0 -> its length), then 3 same-length
+    assert len(calls) == 1
+    calls.clear()
+    with Journal(run, fsync=False) as j:  # reopened: the head on disk has the new head's length
+        j.append("attempt", **attempt(4))
+        j.append("attempt", **attempt(5))
+    assert calls == []
+    with Journal(run, fsync=False) as j:
+        for i in range(5, 10):
+            j.append("attempt", **attempt(i + 1))  # 9 -> 10 records: one digit longer
+        head = canonical_bytes({"format": 1, "records": 10, "sha256": j.head}) + b"\n"
+    assert calls == [len(head)]
+    assert (run / HEAD_NAME).read_bytes() == head
+
+
 def test_the_head_file_is_readable_by_all(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
