@@ -65,6 +65,10 @@ HOSTILE = {
     "not json": (b"<html>502</html>", "unparsable_json"),
     "a million objects": (b"[" + b"{}," * 600_000 + b"{}]", "json_too_large"),
     "empty": (b"", "unparsable_json"),
+    "duplicate usage key": (
+        answer(usage='{"prompt_tokens":5,"prompt_tokens":6}'),
+        "json_duplicate_key",
+    ),
 }
 
 
@@ -79,6 +83,23 @@ def test_hostile_bodies_become_specific_failures_with_a_reason(name):
     assert fields["usage"] is None and fields["cost"] is None
     assert decode_body(fields) == body, "the body that arrived is kept as it arrived"
     assert kind in PROTOCOL_FAILURE_KINDS
+
+
+def test_a_duplicate_key_is_named_once_the_first_one_cut_at_80_characters() -> None:
+    # json.loads would keep the last of two values silently: {"choices": [right], "choices":
+    # [wrong]} must not score as the wrong answer, nor as the right one.
+    twice = b'{"b":1,"a":2,"a":3,"b":4,"c":[{"d":1,"d":2}]}'
+    parsed = parse_response(twice)
+    assert (parsed.data, parsed.kind) == (None, "json_duplicate_key")
+    assert parsed.reason == "an object names the key 'd' more than once"  # inner objects first
+    flat = parse_response(b'{"b":1,"a":2,"a":3,"b":4}')
+    assert flat.reason == "an object names the key 'a' more than once"
+    long = "k" * 81
+    cut = parse_response(f'{{"{long}":1,"{long}":2}}'.encode())
+    assert cut.reason == f"an object names the key {'k' * 80 + '…'!r} more than once"
+    exact = parse_response(f'{{"{long[:80]}":1,"{long[:80]}":2}}'.encode())
+    assert exact.reason == f"an object names the key {long[:80]!r} more than once"
+    assert parse_response(b'{"a":1,"b":{"a":2}}').kind is None  # one key per object is fine
 
 
 def test_depth_limit_is_exact():
