@@ -172,3 +172,48 @@ def test_an_answer_of_up_to_4096_characters_is_kept_in_memory_and_a_longer_one_i
     text = "é" * chars  # characters, not bytes: two bytes each in UTF-8
     record = {"seq": 1, "classification": {"response_text": text}}
     assert OutcomeSummary.of(record).response_text == (text if kept else None)
+
+
+def test_an_outcome_summary_keeps_every_field_but_the_body_and_headers() -> None:
+    from needlepoint.run.journal_records import OutcomeSummary
+
+    record = {
+        "type": "outcome",
+        "seq": 7,
+        "time": "2026-12-01T00:02:00Z",
+        "http_status": 200,
+        "latency_s": 1.5,
+        "cost": 0.25,
+        "recovered": True,
+        "classification": {"status": "correct", "kind": "exact", "response_text": "OM-3642"},
+        "usage": {"prompt_tokens": 9, "completion_tokens": 2},
+        "body_b64": "e30=",
+        "headers": {"x-id": "1"},
+    }
+    got = OutcomeSummary.of(record, at="here")
+    assert (got.seq, got.time, got.http_status, got.latency_s, got.cost, got.recovered) == (
+        7, "2026-12-01T00:02:00Z", 200, 1.5, 0.25, True,
+    )  # fmt: skip
+    assert (got.status, got.kind, got.response_text, got.at) == (
+        "correct",
+        "exact",
+        "OM-3642",
+        "here",
+    )
+    assert (got.prompt_tokens, got.completion_tokens, got.has_usage) == (9, 2, True)
+
+
+@pytest.mark.parametrize(
+    ("count", "kept"),
+    [(3, 3), (0, 0), (True, None), (False, None), (3.0, None), ("3", None), (None, None)],
+)
+def test_a_token_count_is_kept_only_as_an_integer_that_is_not_a_bool(
+    count: object, kept: int | None
+) -> None:
+    # json reads true as a bool, which Python counts as the integer 1: a count it never was.
+    from needlepoint.run.journal_records import OutcomeSummary
+
+    record = {"seq": 1, "usage": {"prompt_tokens": count, "completion_tokens": count}}
+    got = OutcomeSummary.of(record)
+    assert (got.prompt_tokens, got.completion_tokens) == (kept, kept)
+    assert OutcomeSummary.of({"seq": 1, "usage": [count]}).prompt_tokens is None
