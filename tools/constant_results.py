@@ -162,8 +162,10 @@ def summary(root: Path, files: Mapping[str, Path], write: bool) -> str:
     records = read_results(root, RESULTS, FORMAT, list(files), "a constants results file")
     modules = [m for m, p in files.items() if m in records or constant_mutants(p, m)]
     text = table(records, modules, [m for m in files if m not in modules])
-    if write:
-        put_table(root, BEGIN, END, text, "the constants table")
+    # Written into the doc too: a reader of the table must see which rows no longer describe
+    # the code (a test then fails until `make mutate-summary` is run after a core change).
     if stale := changed_since(root, records):
         text += "\n\nChanged since measured (run their constants again): " + ", ".join(stale)
+    if write:
+        put_table(root, BEGIN, END, text, "the constants table")
     return text

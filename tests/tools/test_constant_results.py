@@ -152,8 +152,10 @@ def test_a_module_changed_since_its_file_is_named(tmp_path: Path) -> None:
     files = project(tmp_path)
     write(tmp_path, files)
     files["pkg.mod"].write_text(MODULE + "LATER = 1\n", "utf-8")
-    text = results.summary(tmp_path, files, write=False)
+    text = results.summary(tmp_path, files, write=True)
     assert text.endswith("\n\nChanged since measured (run their constants again): pkg.mod")
+    doc = (tmp_path / shards.DOC).read_text("utf-8")
+    assert f"{text}\n{results.END}" in doc, "the doc names the changed module under its table"
 
 
 def test_files_that_are_not_constants_results_of_the_core_are_refused(tmp_path: Path) -> None:
