@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from needlepoint.design import audit_rules
 from needlepoint.design.audit_rules import classify_near, shares_word
-from needlepoint.design.materials import RequestBuilder, generate_cases, near_slots
+from needlepoint.design.materials import NEAR_KINDS, RequestBuilder, generate_cases, near_slots
 from needlepoint.design.protocol import reference_protocol
 
 CASES = generate_cases(reference_protocol())
@@ -44,6 +45,14 @@ def test_two_near_names_of_each_kind_and_kinds_are_real() -> None:
         assert Counter(case.near_kinds) == {"substitution": 2, "swap": 2, "qualifier": 2}
         for name, kind in zip(case.near_names, case.near_kinds, strict=True):
             assert classify_near(name, case.target_name) == kind
+
+
+def test_near_kinds_names_every_kind_the_generator_draws_and_the_audit_checks() -> None:
+    # The audit keeps its own copy on purpose (it checks the generator independently), so the
+    # two lists must be shown to agree: a kind added or renamed in one alone would go unchecked.
+    drawn = Counter(kind for case in CASES for kind in case.near_kinds)
+    assert drawn == {kind: 2 * len(CASES) for kind in NEAR_KINDS}
+    assert audit_rules.NEAR_KINDS == NEAR_KINDS
 
 
 def test_unrelated_names_share_no_word_with_the_target() -> None:
