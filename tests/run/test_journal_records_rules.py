@@ -186,7 +186,11 @@ def test_an_outcome_summary_keeps_every_field_but_the_body_and_headers() -> None
         "cost": 0.25,
         "recovered": True,
         "classification": {"status": "correct", "kind": "exact", "response_text": "OM-3642"},
-        "usage": {"prompt_tokens": 9, "completion_tokens": 2},
+        "usage": {
+            "prompt_tokens": 9,
+            "completion_tokens": 2,
+            "completion_tokens_details": {"reasoning_tokens": 1},
+        },
         "body_b64": "e30=",
         "headers": {"x-id": "1"},
     }
@@ -200,7 +204,8 @@ def test_an_outcome_summary_keeps_every_field_but_the_body_and_headers() -> None
         "OM-3642",
         "here",
     )
-    assert (got.prompt_tokens, got.completion_tokens, got.has_usage) == (9, 2, True)
+    assert (got.prompt_tokens, got.completion_tokens, got.reasoning_tokens) == (9, 2, 1)
+    assert got.has_usage
 
 
 @pytest.mark.parametrize(
