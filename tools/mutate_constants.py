@@ -19,10 +19,10 @@ input or when the tests fail with no mutant at all.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import fnmatch
 import os
-import re
 import shutil
 import signal
 import sys
@@ -85,15 +85,35 @@ def test_files(table: dict, root: Path = ROOT) -> list[str]:
     return out
 
 
+def imported(text: str, modules: set[str]) -> bool:
+    """Whether source text imports one of the modules, in any absolute form.
+
+    ``from needlepoint.design import profiles`` names the module only as package plus name, so a
+    plain text search for ``needlepoint.design.profiles`` misses it: the tests and library modules
+    written that way would never run for the module's constants.
+    """
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        if any(n in modules or n.startswith(tuple(m + "." for m in modules)) for n in names):
+            return True
+    return False
+
+
 def readers(constant: str, files: dict[str, Path]) -> set[str]:
     """The module of a constant and every library module importing from that module."""
     module = constant.rpartition(".")[0]
     out = {module}
-    pattern = re.compile(
-        rf"^\s*(from {re.escape(module)} import|import {re.escape(module)}\b)", re.M
-    )
     for path in sorted((ROOT / "lib").rglob("*.py")):
-        if pattern.search(path.read_text("utf-8")):
+        if imported(path.read_text("utf-8"), {module}):
             rel = path.relative_to(ROOT / "lib").with_suffix("")
             out.add(".".join(rel.parts))
     return out
@@ -108,8 +128,12 @@ def tests_for(constant: str, files: dict[str, Path], tests: list[str]) -> list[l
     module = constant.rpartition(".")[0]
     names = readers(constant, files)
     texts = {t: (ROOT / t).read_text("utf-8") for t in tests}
-    own = [t for t in tests if module in texts[t]]
-    rest = [t for t in tests if t not in own and any(n in texts[t] for n in names)]
+    own = [t for t in tests if module in texts[t] or imported(texts[t], {module})]
+    rest = [
+        t
+        for t in tests
+        if t not in own and (any(n in texts[t] for n in names) or imported(texts[t], names))
+    ]
     return [group for group in (own, rest) if group]
 
 

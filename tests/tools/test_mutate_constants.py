@@ -122,6 +122,36 @@ def test_the_tests_run_are_the_mutation_selection_that_reads_the_constant() -> N
     assert not set(own) & set(rest)
 
 
+def test_a_module_imported_as_package_plus_name_is_read() -> None:
+    # `from needlepoint.design import profiles` never spells the module's dotted name.
+    assert script.imported(
+        "from needlepoint.design import profiles\n", {"needlepoint.design.profiles"}
+    )
+    assert script.imported(
+        "from needlepoint.design import (\n    protocol,\n    profiles as p,\n)\n",
+        {"needlepoint.design.profiles"},
+    )
+    assert script.imported(
+        "import needlepoint.design.profiles.x\n", {"needlepoint.design.profiles"}
+    )
+    assert script.imported(
+        "from needlepoint.design.profiles import A\n", {"needlepoint.design.profiles"}
+    )
+    assert not script.imported(
+        "from needlepoint.design import protocol\n", {"needlepoint.design.profiles"}
+    )
+    assert not script.imported("from . import profiles\n", {"needlepoint.design.profiles"})
+    assert not script.imported(
+        "x = 'needlepoint.design.profiles'\n", {"needlepoint.design.profiles"}
+    )
+    assert not script.imported("def (:\n", {"needlepoint.design.profiles"})
+    table = run.mutmut_config()
+    files = run.core_files(table)
+    assert "needlepoint.design.protocol" in script.readers("needlepoint.design.profiles.X", files)
+    own = script.tests_for("needlepoint.design.profiles.X", files, script.test_files(table))[0]
+    assert "tests/design/test_profiles_interface.py" in own
+
+
 def test_every_core_constant_has_tests_to_run() -> None:
     table = run.mutmut_config()
     files = run.core_files(table)
