@@ -90,3 +90,15 @@ def test_low_and_high_differ_only_in_slot_names() -> None:
         differ = [i for i, (a, b) in enumerate(zip(low, high, strict=True)) if a != b]
         assert differ == list(bg.slots)
         assert all(low[i][-7:] == high[i][-7:] for i in differ)
+
+
+def test_a_drawn_target_takes_its_name_in_the_form_every_other_draw_checks() -> None:
+    # `taken` is shared with unrelated() and near names, which hold plain concatenations: a
+    # target recorded in any other form could be drawn again as an unrelated name.
+    from needlepoint.design.materials import _Drawer
+
+    drawer = _Drawer(reference_protocol())
+    taken: set[str] = set()
+    words = drawer.target(taken)
+    assert taken == {"".join(words) + drawer.suffix}
+    assert "".join(words) + drawer.suffix in drawer.by_index

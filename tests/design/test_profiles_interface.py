@@ -63,6 +63,30 @@ def test_allowed_fields_are_the_profiles_own_and_a_bad_name_is_refused() -> None
         profiles.allowed_fields("x")
 
 
+@pytest.mark.parametrize(
+    ("base", "extra"),
+    [
+        (CHAT, {"stop": ["\n"]}),
+        (REASONING, {"reasoning_effort": "low", "stop": ["\n"]}),
+        (COMPLETION, {}),
+    ],
+)
+def test_every_allowed_field_of_every_profile_is_accepted_and_sent(
+    base: dict[str, Any], extra: dict[str, Any]
+) -> None:
+    # Each field a profile allows passes validation, and every one but the cue goes into the body.
+    protocol = base | extra
+    profile = profiles.body_profile(protocol)
+    allowed = profiles.allowed_fields(profile)
+    assert set(allowed) <= set(protocol)
+    profiles.validate_body_fields(protocol, "p")
+    body = profiles.build_body(protocol, "S", "U")
+    assert {k: body[k] for k in allowed if k != "answer_cue"} == {
+        k: protocol[k] for k in allowed if k != "answer_cue"
+    }
+    assert "answer_cue" not in body
+
+
 def test_completion_prompt_joins_system_user_and_cue() -> None:
     assert profiles.completion_prompt("S", "U", "\nA:") == "S\n\nU\nA:"
 
@@ -153,6 +177,30 @@ def test_a_missing_required_field_names_the_profile() -> None:
     cueless = {k: v for k, v in COMPLETION.items() if k != "answer_cue"}
     assert refusal(lambda: profiles.validate_body_fields(cueless, "p")) == (
         "p: missing field 'answer_cue' (body profile completion)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("base", "field"),
+    [
+        (CHAT, "temperature"),
+        (CHAT, "max_tokens"),
+        (REASONING, "max_completion_tokens"),
+        (COMPLETION, "temperature"),
+        (COMPLETION, "max_tokens"),
+        (COMPLETION, "stop"),
+        (COMPLETION, "answer_cue"),
+    ],
+)
+def test_every_required_field_of_every_profile_is_refused_when_missing(
+    base: dict[str, Any], field: str
+) -> None:
+    # Each profile's required set, field by field: a budget left out would otherwise surface as
+    # a KeyError further down, and a completion body without its temperature would be accepted.
+    profile = base.get("body_profile", "chat")
+    body = {k: v for k, v in base.items() if k != field}
+    assert refusal(lambda: profiles.validate_body_fields(body, "p")) == (
+        f"p: missing field {field!r} (body profile {profile})"
     )
 
 
