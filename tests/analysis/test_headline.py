@@ -7,8 +7,12 @@ from types import SimpleNamespace
 from needlepoint.analysis.decision import NOT_EVALUABLE, NOT_SUPPORTED
 from needlepoint.analysis.headline import (
     effect_rows,
+    facts_line,
     interval_text,
+    lengths_line,
+    q1_lines,
     q1_reading,
+    q2_lines,
     q2_reading,
     size_text,
 )
@@ -88,3 +92,73 @@ def test_q2_reading_at_each_edge_of_the_rule() -> None:
     assert q2_reading(_primary(NOT_SUPPORTED, 0.1, 0.0)) == reaches  # estimate at the threshold
     above = "the added loss is above 0, but 0.05 is below the threshold 0.1"
     assert q2_reading(_primary(NOT_SUPPORTED, 0.05, 0.5)) == above
+
+
+def _doc(simulation: bool, host: str | None, sessions: int | None, fp: str | None) -> object:
+    context = SimpleNamespace(
+        endpoint_host=host, sessions=sessions, first_date="2026-12-01", last_date="2026-12-03"
+    )
+    protocol = SimpleNamespace(model="m-1", body_profile="chat", design_fingerprint=fp)
+    return SimpleNamespace(protocol=protocol, context=context, simulation=simulation)
+
+
+def test_facts_line_at_each_case_of_host_sessions_and_fingerprint() -> None:
+    fp = "0123456789abcdef"
+    assert facts_line(_doc(False, "api.example", 2, fp)) == (
+        "model m-1 (chat profile), endpoint api.example, run 2026-12-01 to 2026-12-03, "
+        "2 sessions; design 0123456789ab"
+    )
+    # A live run whose journal kept no host says so; only a simulation has none by design.
+    assert facts_line(_doc(False, None, 1, None)) == (
+        "model m-1 (chat profile), endpoint not recorded, run 2026-12-01 to 2026-12-03, "
+        "1 session; design unknown"
+    )
+    assert facts_line(_doc(True, None, None, fp)) == (
+        "model m-1 (chat profile), endpoint none: simulated, run 2026-12-01 to 2026-12-03; "
+        "design 0123456789ab"
+    )
+    assert facts_line(_doc(True, "api.example", 0, fp)).startswith(
+        "model m-1 (chat profile), endpoint api.example, run 2026-12-01 to 2026-12-03, 0 sessions;"
+    )
+
+
+def test_lengths_line_names_every_source_once_in_order() -> None:
+    sizes = [
+        SimpleNamespace(length=4, median=100, unit="tokens", minimum=100, maximum=100, source="b"),
+        SimpleNamespace(length=8, median=200, unit="tokens", minimum=190, maximum=210, source="a"),
+        SimpleNamespace(length=12, median=300, unit="tokens", minimum=300, maximum=300, source="b"),
+    ]
+    assert lengths_line(SimpleNamespace(lengths=sizes)) == (
+        "lengths: 4 records ≈ 100 tokens; 8 records ≈ 200 tokens (190–210); "
+        "12 records ≈ 300 tokens (a, b)"
+    )
+    assert lengths_line(SimpleNamespace(lengths=[])) is None
+
+
+def test_q1_lines_skip_a_row_of_another_similarity_and_go_on() -> None:
+    rows = [
+        _effect(measure="middle loss", similarity="mixed", length=4),
+        _effect(measure="middle loss", similarity="low", length=4),
+        _effect(measure="by position", similarity="high", length=4),
+        _effect(measure="middle loss", similarity="high", length=4),
+    ]
+    doc = SimpleNamespace(
+        effects=SimpleNamespace(measures=rows, cases=2),
+        parameters=SimpleNamespace(confidence=0.95),
+        context=SimpleNamespace(lengths=[]),
+        secondary=SimpleNamespace(accuracy=[SimpleNamespace(length=4)]),
+    )
+    assert q1_lines(doc)[1:] == [
+        "  low similarity, 4 records: 0.5 [0.25, 0.75]: a middle loss",
+        "  high similarity, 4 records: 0.5 [0.25, 0.75]: a middle loss",
+    ]
+
+
+def test_q2_lines_show_no_value_without_both_estimate_and_interval() -> None:
+    for estimate, interval in ((0.2, None), (None, SimpleNamespace(lower=0.0))):
+        p = SimpleNamespace(
+            decision=NOT_EVALUABLE, estimate=estimate, interval=interval, threshold=0.1, reason="R"
+        )
+        assert q2_lines(SimpleNamespace(primary=p))[1] == (
+            "  —: NOT EVALUABLE. Too few complete cases to answer (R)."
+        )
