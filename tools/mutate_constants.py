@@ -22,6 +22,7 @@ import argparse
 import ast
 import contextlib
 import fnmatch
+import functools
 import os
 import shutil
 import signal
@@ -85,6 +86,23 @@ def test_files(table: dict, root: Path = ROOT) -> list[str]:
     return out
 
 
+@functools.cache
+def _imported_names(text: str) -> frozenset[str]:
+    """Every dotted name an absolute import in the text names (parsed once per text)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return frozenset(names)
+
+
 def imported(text: str, modules: set[str]) -> bool:
     """Whether source text imports one of the modules, in any absolute form.
 
@@ -92,31 +110,25 @@ def imported(text: str, modules: set[str]) -> bool:
     plain text search for ``needlepoint.design.profiles`` misses it: the tests and library modules
     written that way would never run for the module's constants.
     """
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-        else:
-            continue
-        if any(n in modules or n.startswith(tuple(m + "." for m in modules)) for n in names):
-            return True
-    return False
+    prefixes = tuple(m + "." for m in modules)
+    return any(n in modules or n.startswith(prefixes) for n in _imported_names(text))
 
 
 def readers(constant: str, files: dict[str, Path]) -> set[str]:
     """The module of a constant and every library module importing from that module."""
-    module = constant.rpartition(".")[0]
+    return set(_readers(constant.rpartition(".")[0]))
+
+
+@functools.cache
+def _readers(module: str) -> frozenset[str]:
+    # Cached per module: every constant of a module has the same readers, and the run asks once
+    # per mutant.
     out = {module}
     for path in sorted((ROOT / "lib").rglob("*.py")):
         if imported(path.read_text("utf-8"), {module}):
             rel = path.relative_to(ROOT / "lib").with_suffix("")
             out.add(".".join(rel.parts))
-    return out
+    return frozenset(out)
 
 
 def tests_for(constant: str, files: dict[str, Path], tests: list[str]) -> list[list[str]]:
