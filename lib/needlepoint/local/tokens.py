@@ -245,3 +245,49 @@ def require_token_counts(prepared_dir: str | Path, fingerprint: str, n_ctx: int)
     if record.get("n_ctx") != n_ctx or record.get("fits") is not True:
         raise NeedlepointError(f"{path}: counted for n_ctx {record.get('n_ctx')}, not {n_ctx}")
     return record
+
+
+# A local request's timeout: this many times the measured time of the longest prompt, and never
+# under the floor the command was given. Why a multiple: the same prompt takes 2-4 times longer
+# when other work shares the two cores (docs/local-model.md), and a timeout is indeterminate,
+# never wrong, so a too-tight one loses answers rather than flattering the model.
+TIMEOUT_FACTOR = 4
+
+
+def time_longest_prompt(
+    prepared_dir: str | Path, server: Server, report: TokenReport
+) -> dict[str, Any]:
+    """Send the longest frozen prompt once with a budget of one token and time it.
+
+    Outside the run (it is not journalled): it only measures how long the server takes to read
+    the longest prompt on this machine now, so that the run's timeout fits it.
+    """
+    import time
+
+    import httpx
+
+    from needlepoint.design.prepared import load_prepared
+
+    prepared = load_prepared(prepared_dir)
+    seq = max(report.counts, key=lambda s: (report.counts[s], -s))
+    body = json.loads(prepared.bodies[seq]) | {budget_field(prepared.protocol): 1}
+    body["model"] = server.alias
+    path = "/v1/completions" if "prompt" in body else "/v1/chat/completions"
+    start = time.perf_counter()
+    answer = httpx.post(server.base_url + path, json=body, timeout=1800)
+    seconds = time.perf_counter() - start
+    if answer.status_code != 200:
+        raise NeedlepointError(f"timing the longest prompt (seq {seq}): HTTP {answer.status_code}")
+    return {"seq": seq, "prompt_tokens": report.counts[seq], "seconds": round(seconds, 3)}
+
+
+def local_timeout(floor_s: float, measured: dict[str, Any]) -> dict[str, Any]:
+    """The request timeout a local run uses, and how it was set (recorded in run.json)."""
+    import math
+
+    timeout = max(float(floor_s), float(math.ceil(TIMEOUT_FACTOR * measured["seconds"])))
+    return {
+        "timeout_s": timeout,
+        "rule": f"max(--timeout-s {floor_s:g}, {TIMEOUT_FACTOR} x the longest prompt's time)",
+        "longest_prompt": measured,
+    }
