@@ -245,9 +245,10 @@ def run_live(
         report = token_check(prepared, server)
         say(f"  token check: {report.summary_line()}")
         timing = timed_timeout(prepared, server, report, timeout_s)
+        longest = timing["longest_prompt"]
         say(
-            f"  longest prompt ({timing['longest_prompt']['prompt_tokens']} tokens) took "
-            f"{timing['longest_prompt']['seconds']:.1f} s: request timeout {timing['timeout_s']:g} s"
+            f"  longest prompt ({longest['prompt_tokens']} tokens) took "
+            f"{longest['seconds']:.1f} s: request timeout {timing['timeout_s']:g} s"
         )
         options = RunOptions(
             allow=planned_count(prepared),
