@@ -32,6 +32,27 @@ def test_profile_checks_pass_and_notice_a_changed_rule(monkeypatch) -> None:
     assert not changed["length with only reasoning is length_empty"]
 
 
+def test_a_provider_that_raises_is_one_failed_check_named_by_its_function(monkeypatch) -> None:
+    from needlepoint.cli import selftest
+
+    def broken():
+        yield "fine", True
+        raise ValueError("no vectors")
+
+    monkeypatch.setattr(selftest, "CHECK_PROVIDERS", (broken,))
+    name = f"{broken.__module__}:{broken.__qualname__}"
+    # The provider's checks count together or not at all: one failed check names it.
+    assert selftest.run_checks() == [(f"{name} raised ValueError: no vectors", False)]
+
+
+def test_the_scoring_checks_are_a_provider_imported_directly() -> None:
+    from needlepoint.cli import selftest
+    from needlepoint.run.scoring import scoring_selftest_checks
+
+    assert scoring_selftest_checks in selftest.CHECK_PROVIDERS
+    assert all(callable(p) for p in selftest.CHECK_PROVIDERS)
+
+
 def _answer_without_think_split(choice, completion):
     from needlepoint.run.answers import Answer
 

@@ -11,6 +11,7 @@ import pytest
 from support.contamination import context_file, reference, result, results, runs
 
 from needlepoint.cli import app as cli
+from needlepoint.cli import contamination as contamination_commands
 from needlepoint.contamination import (
     build_report,
     build_synthetic_workspace,
@@ -29,7 +30,7 @@ from needlepoint.contamination import (
 @pytest.fixture
 def run_cli(monkeypatch: pytest.MonkeyPatch):
     """The real `needlepoint` entry point with only this provider, so others cannot break it."""
-    monkeypatch.setattr(cli, "PROVIDERS", ("needlepoint.cli.contamination",))
+    monkeypatch.setattr(cli, "PROVIDERS", (contamination_commands,))
     return lambda *argv: cli.main(["contamination", *map(str, argv)])
 
 

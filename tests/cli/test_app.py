@@ -1,0 +1,58 @@
+"""The dispatcher imports its command modules by name, in the order `--help` lists them."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import needlepoint
+from needlepoint.cli import app
+
+APP = Path(needlepoint.__file__).parent / "cli" / "app.py"
+# Each command module's sub-commands, in the order `needlepoint --help` shows them.
+FIRST_COMMANDS = {
+    "design": "prepare",
+    "selftest": "self-test",
+    "run": "run",
+    "analysis": "analyze",
+    "compare": "compare",
+    "pilot": "pilot",
+    "study": "declare",
+    "contamination": "contamination",
+    "pipeline": "pipeline",
+    "local": "local-pipeline",
+}
+
+
+def test_every_command_module_is_imported_by_name_not_by_a_string() -> None:
+    tree = ast.parse(APP.read_text("utf-8"))
+    imported = {
+        a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "needlepoint.cli"
+        for a in node.names
+    }
+    assert [p.__name__.rpartition(".")[2] for p in app.PROVIDERS] == list(FIRST_COMMANDS)
+    assert set(FIRST_COMMANDS) <= imported
+    assert "importlib" not in APP.read_text("utf-8")
+
+
+def test_help_lists_each_modules_commands_in_the_providers_order() -> None:
+    sub = next(a for a in app.build_parser()._actions if a.dest == "command")
+    commands = list(sub.choices)
+    at = [commands.index(first) for first in FIRST_COMMANDS.values()]
+    assert at == sorted(at) and at[0] == 0
+
+
+def test_help_imports_no_heavy_library() -> None:
+    # `needlepoint --help` and every refusal before a command runs stay quick: the command
+    # modules keep numpy, pandas, scipy and matplotlib inside their functions.
+    code = (
+        "import sys\nfrom needlepoint.cli.app import build_parser\nbuild_parser()\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'numpy', 'pandas', 'scipy', 'matplotlib', 'jsonschema', 'httpx'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
