@@ -6,8 +6,10 @@ mutmut finds a package only at the project root or under ``src/``; needlepoint k
 settings, and runs ``mutmut run`` in it (at most two workers). Every verdict is stamped with a
 fingerprint of the code and tests it was measured on, so ``--keep`` resumes a stopped run and
 re-checks whatever was measured on other code. A module whose mutants all have a verdict on one
-committed state gets its results file (docs/mutation/MODULE.json); ``--summary`` adds them up
-into docs/mutation.md, and the constants results files (docs/mutation/constants/, written by
+committed state gets its results file (docs/mutation/MODULE.json), which records each function
+by its name and source hash; ``--summary`` finds each of them in the core as it is now (a merge
+of modules moves no measurement) and adds them up into docs/mutation.md, naming every function
+that needs measuring, and the constants results files (docs/mutation/constants/, written by
 tools/mutate_constants.py) into a second table there.
 
     python tools/mutate.py [PATTERN ...] [--workers N] [--keep] [--report] [--summary] [--shards]
@@ -25,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Sibling modules of this script, not a package.
 from constant_results import summary as constants_summary
-from mutation_register import check_register, load_register, match_outcomes
+from mutation_register import Entry, load_register, match_outcomes, resolve_register
 from mutation_report import MutateError, Outcome, mutant_changes, render, score
 from mutation_run import (
     REGISTER,
@@ -68,13 +70,15 @@ def outcomes_of(keys: list[str], verdicts: Verdicts) -> list[Outcome]:
     return [Outcome.of(k, verdicts[k].status, changes[k]) for k in keys]
 
 
-def check(register: tuple, files: dict[str, Path]) -> None:
-    """Refuse to start when the register does not hold for the code as it is now."""
-    problems = check_register(register, files, ROOT)
+def check(register: tuple[Entry, ...], files: dict[str, Path]) -> tuple[Entry, ...]:
+    """The register's entries, each found in the code as it is now; refuse to start when the
+    register does not hold for it."""
+    found, problems = resolve_register(register, files, ROOT)
     for p in problems:
         say(f"{_register_name()}: {p}")
     if problems:
         raise MutateError(f"the register does not hold for this code ({len(problems)} entries)")
+    return found
 
 
 def measure(patterns: list[str], workers: int, keep: bool, table: dict) -> RunState:
@@ -113,12 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(files))
             return 0
         if args.summary:
-            print(summary(ROOT, list(files), write=True))
+            print(summary(ROOT, files, write=True))
             print(f"\n{constants_summary(ROOT, files, write=True)}")
             return 0
         patterns = patterns_for(args.patterns, list(files))
-        register = load_register(REGISTER)
-        check(register, files)
+        register = check(load_register(REGISTER), files)
         with lock():
             if args.report:
                 state = RunState.saved()

@@ -1,34 +1,35 @@
 """The register of equivalent mutants (tests/mutation_equivalents.toml), one mutant per entry.
 
-An entry names a function, the exact line(s) a mutant changes (with their indentation) and the
-exact replacement, and says why no input to that function can tell the two apart. It must match
-exactly one mutant of the current code, and that mutant must survive: an entry that matches no
-mutant (the line changed), several (it would excuse more than it names), a killed one (the
-tests now notice it), one reached by no test, a suspicious, skipped or timed-out one, or a
-function outside the mutated modules fails the run. A reason that relies on code elsewhere
-names that code (``depends``: a file and one of its lines, exactly); when the line changes the
-entry fails the run until someone re-checks the reason.
+An entry names a function as it is named in its module (``split_think``, ``JavaRandom.nextInt``:
+not by the module's path, so that a merge of modules moves no entry), the exact line(s) a
+mutant changes (with their indentation) and the exact replacement, and says why no input to
+that function can tell the two apart. It must match exactly one mutant of the current core,
+wherever the function is now, and that mutant must survive: an entry that matches no mutant
+(the line changed), several (it would excuse more than it names), a killed one (the tests now
+notice it), one reached by no test, a suspicious, skipped or timed-out one, or a function in no
+mutated module fails the run. A reason that relies on code elsewhere names that code
+(``depends``: a file and one of its lines, exactly); when the line changes the entry fails the
+run until someone re-checks the reason. A file merged away is looked for nowhere but in the
+library: the line must then be in exactly one of its files.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 import tomllib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mutation_report import (
-    KILLED,
-    NOT_KILLED,
-    UNCHECKED,
-    MutateError,
-    Outcome,
-    mutant_changes,
-    unmangle,
-)
+from constant_mutants import ConstantMutant, constant_mutants
+from mutation_keys import definitions, generated_changes
+from mutation_report import KILLED, NOT_KILLED, UNCHECKED, MutateError, Outcome
 
 FIELDS = ("function", "before", "after", "reason")
+# A function as its module names it: function, or Class.method; a constant: NAME.
+LOCAL_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class Depends:
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered equivalent mutant."""
+    """One registered equivalent mutant (``function``: its name within its module; once the
+    entry is found in the code, the module's dotted path before it)."""
 
     function: str
     before: str
@@ -95,6 +97,11 @@ def load_register(path: Path) -> tuple[Entry, ...]:
             )
         if fields["before"] == fields["after"]:
             raise MutateError(f"{where}: before and after are the same")
+        if not LOCAL_NAME.fullmatch(fields["function"]):
+            raise MutateError(
+                f"{where}: name the function as its module does (function or Class.method), "
+                "not by the module's path"
+            )
         depends = _depends(raw["depends"], where) if "depends" in raw else ()
         entries.append(Entry(**fields, depends=depends))
     seen = Counter((e.function, e.before, e.after) for e in entries)
@@ -121,57 +128,51 @@ def _fields(
     return fields  # type: ignore[return-value]
 
 
-def module_of(function: str, modules: Iterable[str]) -> str | None:
-    """The mutated module a dotted function name lies in (the longest that fits), if any."""
-    fits = [m for m in modules if function.startswith(m + ".")]
-    return max(fits, key=len) if fits else None
+def _defined(files: Mapping[str, Path]) -> dict[str, list[str]]:
+    """The modules each function name is defined in (parsed, not generated: cheap)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for module, path in files.items():
+        for name in definitions(ast.parse(path.read_text("utf-8"))):
+            out[name].append(module)
+    return out
 
 
-def generated_changes(source: str, module: str, path: str) -> dict[str, list[tuple[str, str]]]:
-    """Every mutant mutmut makes of one module's source: ``{function: [(before, after), ...]}``.
+def resolve_register(
+    entries: Sequence[Entry], files: Mapping[str, Path], root: Path
+) -> tuple[tuple[Entry, ...], list[str]]:
+    """``(the entries found in the code, what in the register does not hold)``.
 
-    The same generator ``make mutate`` runs, in-process and without running any test.
+    ``files`` maps each mutated module to its source file. Every entry must name a function of
+    one of them and match exactly one of its mutants (among all the functions of that name in
+    the core, should several modules have one); every line it depends on must still be in its
+    file exactly once. A found entry's function is the full dotted name of where it is now.
     """
-    from mutmut.mutation.file_mutation import mutate_file_contents
-
-    generated = mutate_file_contents(path, source)
-    spans = {k: (v.start, v.end) for k, v in generated.line_span_by_function_name.items()}
-    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for base in spans:  # every function with mutants has an unchanged copy
-        if base.endswith("__mutmut_orig"):
-            out[f"{module}.{unmangle(base.removesuffix('__mutmut_orig'))}"] = []
-    for name, change in mutant_changes(generated.code, spans).items():
-        out[f"{module}.{unmangle(name.rpartition('__mutmut_')[0])}"].append(change)
-    return dict(out)
+    problems, found, defined = [], [], _defined(files)
+    for e in entries:
+        modules = defined.get(e.function, [])
+        hits: list[str] = []
+        for module in modules:
+            path = files[module]
+            rel = path.relative_to(root).as_posix()
+            changes = generated_changes(path.read_text("utf-8"), module, rel)
+            hits += [module] * changes.get(f"{module}.{e.function}", []).count((e.before, e.after))
+        if not modules:
+            problems.append(
+                f"{e.label}: {e.function} is in no mutated module ([tool.mutmut] only_mutate)"
+            )
+            continue
+        if len(hits) != 1:
+            what = "no mutant: the line changed" if not hits else f"{len(hits)} mutants"
+            problems.append(f"{e.label}: matches {what}" + (": it must name one" if hits else ""))
+        else:
+            found.append(replace(e, function=f"{hits[0]}.{e.function}"))
+        problems += depends_problems(e.label, e.depends, root)
+    return tuple(found), problems
 
 
 def check_register(entries: Sequence[Entry], files: Mapping[str, Path], root: Path) -> list[str]:
-    """What in the register does not hold for the current code (empty when all of it does).
-
-    ``files`` maps each mutated module to its source file. Every entry must name a function of
-    one of them, match exactly one of its mutants, and every line it depends on must still be
-    in its file exactly once.
-    """
-    problems, cache = [], {}
-    for e in entries:
-        module = module_of(e.function, files)
-        if module is None:
-            problems.append(f"{e.label}: not in a mutated module ([tool.mutmut] only_mutate)")
-            continue
-        if module not in cache:
-            path = files[module]
-            rel = path.relative_to(root).as_posix()
-            cache[module] = generated_changes(path.read_text("utf-8"), module, rel)
-        changes = cache[module].get(e.function)
-        if changes is None:
-            problems.append(f"{e.label}: {e.function} is no longer in the code (or never mutated)")
-            continue
-        n = changes.count((e.before, e.after))
-        if n != 1:
-            what = "no mutant: the line changed" if n == 0 else f"{n} mutants: it must name one"
-            problems.append(f"{e.label}: matches {what}")
-        problems += depends_problems(e.label, e.depends, root)
-    return problems
+    """What in the register does not hold for the current code (empty when all of it does)."""
+    return resolve_register(entries, files, root)[1]
 
 
 def depends_problems(label: str, depends: Sequence[Depends], root: Path) -> list[str]:
@@ -179,7 +180,11 @@ def depends_problems(label: str, depends: Sequence[Depends], root: Path) -> list
     problems = []
     for d in depends:
         target = root / d.file
-        found = target.read_text("utf-8").split("\n").count(d.line) if target.is_file() else 0
+        if target.is_file():
+            found = target.read_text("utf-8").split("\n").count(d.line)
+        else:  # merged into another module: the line, anywhere in the library, once
+            library = sorted((root / "lib").rglob("*.py"))
+            found = sum(p.read_text("utf-8").split("\n").count(d.line) for p in library)
         if found != 1:
             problems.append(
                 f"{label}: its reason depends on {d.file}: {d.line.strip()!r}, which "
@@ -220,16 +225,23 @@ def match_outcomes(
 
 @dataclass(frozen=True)
 class ConstantEntry:
-    """One registered equivalent constant mutant: the constant and the change, as listed."""
+    """One registered equivalent constant mutant: the constant (its name in its module, and the
+    module it is found in now) and the change, as listed."""
 
     constant: str
     change: str
     reason: str
     depends: tuple[Depends, ...] = ()
+    module: str = ""
 
     @property
     def label(self) -> str:
-        return f"{self.constant}: {self.change}"
+        return f"{self.module}.{self.constant}: {self.change}"
+
+    def names(self, mutant: ConstantMutant) -> bool:
+        """Whether this entry names ``mutant``."""
+        own = (mutant.module, mutant.constant.rpartition(".")[2], mutant.change)
+        return own == (self.module, self.constant, self.change)
 
 
 @dataclass(frozen=True)
@@ -244,14 +256,9 @@ class ConstantRegister:
         stopped run, ``partial``: an entry whose mutant was not reached is not a problem)."""
         problems, excused = [], set()
         for e in self.entries:
-            module = e.constant.rpartition(".")[0]
-            if module not in modules:
+            if e.module not in modules:
                 continue
-            found = [
-                v
-                for v in verdicts
-                if (v.mutant.constant, v.mutant.change) == (e.constant, e.change)
-            ]
+            found = [v for v in verdicts if e.names(v.mutant)]
             if partial and not found:
                 continue
             if len(found) != 1:
@@ -263,18 +270,35 @@ class ConstantRegister:
             problems += depends_problems(e.label, e.depends, self.root)
         return problems, excused
 
+    def reason(self, mutant: ConstantMutant) -> str:
+        """The reason of the entry that excuses ``mutant``."""
+        return next(e.reason for e in self.entries if e.names(mutant))
 
-def load_constant_register(path: Path, modules: Iterable[str] = ()) -> ConstantRegister:
-    """The ``[[constant]]`` entries; ``modules`` (when given) are the only ones they may name."""
+
+def load_constant_register(path: Path, files: Mapping[str, Path]) -> ConstantRegister:
+    """The ``[[constant]]`` entries, each found in the one mutated module (of ``files``) that
+    has a rule constant of its name (or, should several, the one that has its change)."""
     load_register(path)  # the same file: refuse it whole when any part is malformed
     data = tomllib.loads(path.read_text("utf-8"))
-    modules = set(modules)
+    made = {module: constant_mutants(p, module) for module, p in files.items()}
     entries = []
     for i, raw in enumerate(data.get("constant", []), start=1):
         where = f"{path.name}: constant entry {i}"
         fields = _fields(raw, ("constant", "change", "reason"), where)
-        if modules and fields["constant"].rpartition(".")[0] not in modules:
-            raise MutateError(f"{where}: {fields['constant']} is not in a mutated module")
+        name = fields["constant"]
+        if "." in name:
+            raise MutateError(f"{where}: name the constant as its module does, not by its path")
+        have = [m for m, ms in made.items() if any(x.constant == f"{m}.{name}" for x in ms)]
+        if len(have) > 1:
+            change = fields["change"]
+            have = [
+                m
+                for m in have
+                if any(x.change == change for x in made[m] if x.constant == f"{m}.{name}")
+            ]
+        if len(have) != 1:
+            what = "no mutated module" if not have else f"{len(have)} mutated modules"
+            raise MutateError(f"{where}: {name} is a rule constant of {what}")
         depends = _depends(raw["depends"], where) if "depends" in raw else ()
-        entries.append(ConstantEntry(**fields, depends=depends))
+        entries.append(ConstantEntry(**fields, depends=depends, module=have[0]))
     return ConstantRegister(tuple(entries), path.parents[1])

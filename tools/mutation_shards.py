@@ -1,44 +1,44 @@
-"""One results file per shard (a core module), and the table in docs/mutation.md adding them up.
+"""One results file per measured shard (a core module), and the table in docs/mutation.md.
 
 A shard's file is written only when every mutant of the module has a verdict measured on one
 committed state of the code and tests, and the register holds for it: it records that commit,
-the date, the population, the verdict counts, every survivor and every excused mutant with its
-reason. The summary never presents a sum as complete unless every core module has a file; it
-names the modules it leaves out.
+the date, the mutmut version, the verdict counts and time of the whole run of the module, and
+each function it measured by name and source hash (tools/mutation_keys.py) with its mutant
+count, every survivor and every excused mutant with its reason. The table adds up, for each
+module of the core now, the functions found there by name and hash (tools/mutation_records.py),
+wherever they were measured; it never presents a sum as complete unless every function of the
+core counts, and it names each one that needs measuring.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
-from mutation_report import KILLED, MutateError, Outcome, Result, counts_line
+from mutation_keys import Current, core_functions, function_keys
+from mutation_records import (
+    DOC,
+    Recorded,
+    Resolution,
+    keep_aside,
+    measured_in,
+    prune,
+    put_table,
+    read_results,
+    record_head,
+    resolve,
+    sum_label,
+    write_json,
+)
+from mutation_report import KILLED, Outcome, Result, counts_line, score
 
 RESULTS = Path("docs") / "mutation"
-DOC = Path("docs") / "mutation.md"
 FORMAT = "needlepoint-mutation-shard"
 BEGIN = (
     "<!-- shard table: written by tools/mutate.py --summary from docs/mutation/; do not edit -->"
 )
 END = "<!-- end of the shard table -->"
-
-
-def record_head(fmt: str, module: str, source: Path, commit: str) -> dict:
-    """What every results file opens with: its format, the module and its source hash, the
-    commit measured and when (shards and constants alike)."""
-    return {
-        "format": fmt,
-        "version": 1,
-        "module": module,
-        "file": f"lib/{module.replace('.', '/')}.py",
-        "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-        "commit": commit,
-        "measured": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
 
 
 def shard_record(
@@ -53,7 +53,20 @@ def shard_record(
     import mutmut
 
     version = getattr(mutmut, "__version__", None) or _dist_version("mutmut")
-    timed_out = result.by_status.get("timeout", 0)
+    keys = function_keys(source.read_text("utf-8"))
+    functions: dict[str, dict] = {}
+    for o in outcomes:
+        name = o.function.removeprefix(module + ".")
+        entry = functions.setdefault(name, {"sha256": keys[name], "mutants": 0})
+        entry["mutants"] += 1
+        entry.setdefault("survivors", [])
+        entry.setdefault("excused", [])
+    for items in result.survivors.values():
+        for o in items:
+            functions[o.function.removeprefix(module + ".")]["survivors"].append(_mutant(o))
+    for o, e in sorted(result.equivalent, key=_order):
+        excused = _mutant(o) | {"reason": e.reason}
+        functions[o.function.removeprefix(module + ".")]["excused"].append(excused)
     return {
         **record_head(FORMAT, module, source, commit),
         "mutmut": version,
@@ -62,12 +75,9 @@ def shard_record(
         "equivalent": len(result.equivalent),
         "counted": result.counted,
         "killed": result.killed,
-        "timed_out": timed_out,
+        "timed_out": result.by_status.get("timeout", 0),
         "mutant_seconds": round(seconds, 1),
-        "survivors": [_mutant(o) for items in result.survivors.values() for o in items],
-        "excused": [
-            _mutant(o) | {"reason": e.reason} for o, e in sorted(result.equivalent, key=_order)
-        ],
+        "functions": dict(sorted(functions.items())),
         "counts": counts_line(result, "tests/mutation_equivalents.toml"),
     }
 
@@ -77,13 +87,7 @@ def _order(pair: tuple[Outcome, object]) -> tuple[str, int]:
 
 
 def _mutant(o: Outcome) -> dict:
-    return {
-        "function": o.function,
-        "number": o.number,
-        "status": o.status,
-        "before": o.before,
-        "after": o.after,
-    }
+    return {"number": o.number, "status": o.status, "before": o.before, "after": o.after}
 
 
 def _dist_version(name: str) -> str:
@@ -92,66 +96,30 @@ def _dist_version(name: str) -> str:
     return version(name)
 
 
-def write_json(path: Path, record: dict) -> Path:
-    """A results file as committed: sorted keys, UTF-8, one newline at the end."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    path.write_text(text, "utf-8")
-    return path
+def check_shard(record: dict) -> str | None:
+    """What is wrong with a shard file's totals: each must be the sum over its functions."""
+    functions = record["functions"].values()
+    mutants = sum(f["mutants"] for f in functions)
+    excused = sum(len(f.get("excused", [])) for f in functions)
+    survivors = sum(len(f.get("survivors", [])) for f in functions)
+    for f in functions:
+        if any("reason" not in e for e in f.get("excused", [])):
+            return "an excused mutant without its reason"
+    totals = (record["mutants"], record["equivalent"], record["counted"], record["killed"])
+    if totals != (mutants, excused, mutants - excused, mutants - excused - survivors):
+        return "its totals are not the sum over its functions"
+    if sum(record["verdicts"].values()) != mutants or record["timed_out"] > record["killed"]:
+        return "its verdicts are not its mutants"
+    return None
 
 
-def write_record(root: Path, record: dict) -> Path:
-    return write_json(root / RESULTS / f"{record['module']}.json", record)
+def read_records(root: Path) -> dict[Path, dict]:
+    """The committed shard results files by path."""
+    return read_results(root, RESULTS, FORMAT, "functions", check_shard)
 
 
-def read_results(
-    root: Path, folder: Path, fmt: str, modules: Sequence[str], what: str
-) -> dict[str, dict]:
-    """The results files of one ``folder`` by module; one for a module not in the core, or
-    not of format ``fmt``, is refused."""
-    out = {}
-    for path in sorted((root / folder).glob("*.json")):
-        record = json.loads(path.read_text("utf-8"))
-        if record.get("format") != fmt or record.get("module") != path.stem:
-            raise MutateError(f"{path.relative_to(root)}: not {what}")
-        if path.stem not in modules:
-            raise MutateError(f"{path.relative_to(root)}: {path.stem} is not a core module")
-        out[path.stem] = record
-    return out
-
-
-def read_records(root: Path, modules: Sequence[str]) -> dict[str, dict]:
-    """The committed shard results files by module."""
-    return read_results(root, RESULTS, FORMAT, modules, "a shard results file")
-
-
-def sum_label(records: Mapping[str, dict], modules: Sequence[str], noun: str) -> tuple[str, list]:
-    """The total row's label, and the lines naming what the sum leaves out (none when whole)."""
-    left_out = [m.removeprefix("needlepoint.") for m in modules if m not in records]
-    if not left_out:
-        return f"all {len(modules)} {noun}", []
-    label = f"{len(modules) - len(left_out)} of {len(modules)} {noun} (partial)"
-    return label, ["", f"Not measured yet, so left out of the sum: {', '.join(left_out)}."]
-
-
-def put_table(root: Path, begin: str, end: str, text: str, what: str) -> None:
-    """Put ``text`` into docs/mutation.md between its two marker lines."""
-    doc = root / DOC
-    old = doc.read_text("utf-8")
-    if old.count(begin) != 1 or old.count(end) != 1:
-        raise MutateError(f"{DOC}: needs {what}'s two marker lines once each")
-    before, rest = old.split(begin)
-    _, after = rest.split(end)
-    doc.write_text(f"{before}{begin}\n{text}\n{end}{after}", "utf-8")
-
-
-def changed_since(root: Path, records: Mapping[str, dict]) -> list[str]:
-    """The modules whose source is no longer what their results file was measured on."""
-    return [
-        m
-        for m, r in records.items()
-        if hashlib.sha256((root / r["file"]).read_bytes()).hexdigest() != r["source_sha256"]
-    ]
+def killed(r: Recorded) -> int:
+    return r.entry["mutants"] - len(r.entry.get("excused", [])) - len(r.entry.get("survivors", []))
 
 
 def _pct(killed: int, counted: int) -> str:
@@ -162,43 +130,82 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def table(records: Mapping[str, dict], modules: Sequence[str]) -> str:
-    """The markdown table of the shards, their sum, and what the sum leaves out."""
+def table(resolution: Resolution, modules: Sequence[str]) -> str:
+    """The markdown table of the core's modules, their sum, and what the sum leaves out.
+
+    A row counts the functions found in that module now, wherever they were measured. The time
+    and timeouts of a measurement are recorded for it as a whole, so they are shown in the row
+    holding most of its counted mutants.
+    """
     head = (
-        "| Shard (module) | Commit | Date | Mutants | Equivalent | Killed (timed out) "
+        "| Module | Commit | Date | Mutants | Equivalent | Killed (timed out) "
         "| Not killed | Score | Mutant time |"
     )
     rows = [head, "|" + "---|" * 9]
+    rows_of = resolution.by_module()
+    shown = resolution.attributed(list(modules))
+    waiting = {c.module for c in resolution.changed + resolution.new}
     total = Counter()
     for m in modules:
-        if m not in records:
+        if m not in rows_of:
             continue
-        r = records[m]
-        missed = r["counted"] - r["killed"]
-        rows.append(
-            f"| `{m.removeprefix('needlepoint.')}` | `{r['commit'][:10]}` | {r['measured'][:10]} "
-            f"| {r['mutants']} | {r['equivalent']} | {r['killed']} ({r['timed_out']}) | {missed} "
-            f"| {_pct(r['killed'], r['counted'])} | {_minutes(r['mutant_seconds'])} |"
+        counted = [r for _, r in rows_of[m]]
+        own = [r for p, r in {r.path: r.record for r in counted}.items() if shown[p] == m]
+        n = Counter(
+            mutants=sum(r.entry["mutants"] for r in counted),
+            equivalent=sum(len(r.entry.get("excused", [])) for r in counted),
+            killed=sum(killed(r) for r in counted),
+            timed_out=sum(r["timed_out"] for r in own),
+            seconds=sum(r["mutant_seconds"] for r in own),
         )
-        total.update({k: r[k] for k in ("mutants", "equivalent", "killed", "counted")})
-        total.update({"timed_out": r["timed_out"], "seconds": r["mutant_seconds"]})
-    label, left_out = sum_label(records, modules, "shards")
+        n["counted"] = n["mutants"] - n["equivalent"]
+        commit, date = measured_in(counted)
+        name = f"`{m.removeprefix('needlepoint.')}`" + (" (partial)" if m in waiting else "")
+        rows.append(
+            f"| {name} | {commit} | {date} | {n['mutants']} | {n['equivalent']} "
+            f"| {n['killed']} ({n['timed_out']}) | {n['counted'] - n['killed']} "
+            f"| {_pct(n['killed'], n['counted'])} | {_minutes(n['seconds'])} |"
+        )
+        total.update(n)
+    complete = [m for m in modules if m not in waiting]
+    label = sum_label(complete, modules, "modules")
     rows.append(
         f"| **{label}** | | | {total['mutants']} | {total['equivalent']} "
         f"| {total['killed']} ({total['timed_out']}) | {total['counted'] - total['killed']} "
         f"| **{_pct(total['killed'], total['counted'])}** | {_minutes(total['seconds'])} |"
     )
-    return "\n".join(rows + left_out)
+    functions = len(resolution.counted)
+    if resolution.complete:
+        rows += [
+            "",
+            f"Complete over the core at {_pct(total['killed'], total['counted'])}: "
+            f"{total['killed']} of {total['counted']} mutants killed (not counting "
+            f"{total['equivalent']} equivalent), in {functions} functions of {len(modules)} "
+            "modules.",
+        ]
+    else:
+        waiting_n = len(resolution.changed) + len(resolution.new)
+        rows += [
+            "",
+            f"Not complete: {waiting_n} functions of the core need measuring, listed below "
+            f"({functions} counted).",
+        ]
+    return "\n".join(rows + resolution.left_out("functions"))
 
 
-def summary(root: Path, modules: Sequence[str], write: bool) -> str:
-    """The shard table; with ``write``, also put into docs/mutation.md between its markers."""
-    records = read_records(root, modules)
-    text = table(records, modules)
-    # Written into the doc too, so the table never shows a changed module's old score unmarked
-    # (a test then fails until `make mutate-summary` is run after a core change).
-    if stale := changed_since(root, records):
-        text += "\n\nChanged since measured (run these shards again): " + ", ".join(stale)
+def resolution(root: Path, files: Mapping[str, Path]) -> Resolution:
+    """The core's functions now, against the committed shard files."""
+    current: list[Current] = core_functions(files, root)
+    return resolve(current, read_records(root), "functions")
+
+
+def summary(root: Path, files: Mapping[str, Path], write: bool) -> str:
+    """The shard table; with ``write``, also put into docs/mutation.md between its markers.
+
+    Written into the doc too, so the table never shows a changed function's old score unmarked
+    (a test then fails until `make mutate-summary` is run after a change to the core).
+    """
+    text = table(resolution(root, files), list(files))
     if write:
         put_table(root, BEGIN, END, text, "the shard table")
     return text
@@ -215,10 +222,12 @@ def record_shards(
     commit: str,
     clean: bool,
 ) -> list[str]:
-    """Write the results file of every module in ``outcomes`` that may have one; say why not."""
-    from mutation_report import score
+    """Write the results file of every module in ``outcomes`` that may have one; say why not.
 
-    lines = []
+    Then delete the results files that no longer count anything (their functions are measured
+    again, or gone).
+    """
+    lines, wrote = [], False
     for module in sorted({o.module for o in outcomes}):
         mine = [o for o in outcomes if o.module == module]
         name = module.removeprefix("needlepoint.")
@@ -236,9 +245,14 @@ def record_shards(
             continue
         result = score(mine, {k: v for k, v in excused.items() if k.startswith(module + ".")})
         record = shard_record(module, files[module], mine, result, commit, seconds[module])
-        path = write_record(root, record)
+        path = root / RESULTS / f"{module}.json"
+        lines += keep_aside(root, path, set(record["functions"]), "functions")
+        write_json(path, record)
+        wrote = True
         lines.append(f"{name}: {result.score_line()} -> {path.relative_to(root)}")
+    if wrote:
+        lines += prune(root, resolution(root, files).unused)
     return lines
 
 
-__all__ = ["KILLED", "record_shards", "summary", "table"]
+__all__ = ["DOC", "KILLED", "record_shards", "summary", "table"]

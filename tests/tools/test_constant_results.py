@@ -18,6 +18,7 @@ results = load_tool("constant_results")
 script = load_tool("mutate_constants")
 register = load_tool("mutation_register")
 shards = load_tool("mutation_shards")
+keys = load_tool("mutation_keys")
 run = load_tool("mutation_run")
 MutateError = load_tool("mutation_report").MutateError
 
@@ -53,7 +54,7 @@ def project(tmp_path: Path) -> dict[str, Path]:
 def measured(files: dict[str, Path], statuses: dict[str, str] = STATUSES) -> tuple:
     mutants = [m for name, p in files.items() for m in constants.constant_mutants(p, name)]
     verdicts = [script.Verdict(m, statuses[m.change]) for m in mutants if m.change in statuses]
-    entry = register.ConstantEntry("pkg.mod.LIMIT", "64 -> 65", REASON)
+    entry = register.ConstantEntry("LIMIT", "64 -> 65", REASON, module="pkg.mod")
     reg = register.ConstantRegister((entry,), files["pkg.mod"].parents[2])
     problems, excused = reg.match(verdicts, list(files))
     return mutants, verdicts[::-1], reg, excused, problems  # verdicts come back in any order
@@ -76,7 +77,7 @@ def test_a_complete_run_writes_the_modules_file_with_its_counts(tmp_path: Path) 
     saved = json.loads(text)
     assert text == json.dumps(saved, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     assert "XXÄXX" in text  # UTF-8, not escaped
-    assert (saved["format"], saved["version"], saved["module"]) == (results.FORMAT, 1, "pkg.mod")
+    assert (saved["format"], saved["version"], saved["module"]) == (results.FORMAT, 2, "pkg.mod")
     assert saved["commit"] == COMMIT and saved["file"] == "lib/pkg/mod.py"
     assert len(saved["measured"]) == 20 and saved["measured"].endswith("Z")
     assert saved["counts"] == {
@@ -87,14 +88,15 @@ def test_a_complete_run_writes_the_modules_file_with_its_counts(tmp_path: Path) 
         "excused": 1,
     }
     assert saved["verdicts"] == {"killed": 3, "no tests": 1, "survived": 2, "timed out": 1}
-    # In the order the mutants are made, whatever order the verdicts came back in.
-    assert saved["survivors"] == [
-        {"constant": "pkg.mod.KINDS", "change": "\"b\" -> 'XXbXX'", "status": "no tests"},
-        {"constant": "pkg.mod.NAME", "change": "\"Ä\" -> 'XXÄXX'", "status": "survived"},
-    ]
-    assert saved["excused"] == [
-        {"constant": "pkg.mod.LIMIT", "change": "64 -> 65", "reason": REASON}
-    ]
+    # Each constant by name and the hash of its value; in the order the mutants are made,
+    # whatever order the verdicts came back in.
+    found = saved["constants"]
+    assert list(found) == ["KINDS", "LIMIT", "NAME"]
+    assert {k: v["mutants"] for k, v in found.items()} == {"KINDS": 4, "LIMIT": 2, "NAME": 1}
+    assert found["LIMIT"]["sha256"] == keys.constant_keys(MODULE)["LIMIT"]
+    assert found["KINDS"]["survivors"] == [{"change": "\"b\" -> 'XXbXX'", "status": "no tests"}]
+    assert found["NAME"]["survivors"] == [{"change": "\"Ä\" -> 'XXÄXX'", "status": "survived"}]
+    assert found["LIMIT"]["excused"] == [{"change": "64 -> 65", "reason": REASON}]
     assert not (tmp_path / "docs/mutation/constants/pkg.bare.json").exists()  # no constants
 
 
@@ -136,8 +138,8 @@ def test_the_table_adds_the_files_up_and_labels_a_partial_sum(tmp_path: Path) ->
     rows = text.splitlines()
     assert rows[2].startswith("| `pkg.mod` | `cccccccccc` | ")
     assert rows[2].endswith("| 7 | 1 | 4 (1) | 2 |")
-    assert rows[3] == "| **1 of 2 modules (partial)** | | | 7 | 1 | 4 (1) | 2 |"
-    assert rows[5] == "Not measured yet, so left out of the sum: pkg.two."
+    assert rows[3] == "| **1 of 2 modules complete (partial)** | | | 7 | 1 | 4 (1) | 2 |"
+    assert rows[5] == "Not measured yet, so left out (1 constants): pkg.two.LIMIT."
     assert rows[7] == "No rule constant, so nothing to measure: pkg.bare."
     doc = (tmp_path / shards.DOC).read_text()
     assert f"{results.BEGIN}\n{text}\n{results.END}\n" in doc
@@ -148,31 +150,43 @@ def test_the_table_adds_the_files_up_and_labels_a_partial_sum(tmp_path: Path) ->
     assert rows[5:] == ["", "No rule constant, so nothing to measure: pkg.bare."]
 
 
-def test_a_module_changed_since_its_file_is_named(tmp_path: Path) -> None:
+def test_a_changed_constant_is_named_and_a_moved_one_still_counts(tmp_path: Path) -> None:
     files = project(tmp_path)
     write(tmp_path, files)
-    files["pkg.mod"].write_text(MODULE + "LATER = 1\n", "utf-8")
+    files["pkg.mod"].write_text(MODULE.replace("64", "0x40").replace("LIMIT = ", "LIMIT =  "))
+    text = results.summary(tmp_path, files, write=False)
+    assert "left out" not in text and "(partial)" not in text  # the same value: the same key
+    files["pkg.mod"].write_text(MODULE.replace("64", "65"), "utf-8")
     text = results.summary(tmp_path, files, write=True)
-    assert text.endswith("\n\nChanged since measured (run their constants again): pkg.mod")
+    assert "\n\nChanged since measured, so left out until measured again (1 constants): " \
+        "pkg.mod.LIMIT.\n" in text  # fmt: skip
+    assert text.splitlines()[2].startswith("| `pkg.mod` (partial) |")
     doc = (tmp_path / shards.DOC).read_text("utf-8")
-    assert f"{text}\n{results.END}" in doc, "the doc names the changed module under its table"
+    assert f"{text}\n{results.END}" in doc, "the doc names the changed constant under its table"
+    # The module merged into pkg.bare: its constants still count there.
+    files["pkg.bare"].write_text(MODULE + "\n\ndef f():\n    return 1\n", "utf-8")
+    files["pkg.mod"].unlink()
+    del files["pkg.mod"]
+    rows = results.summary(tmp_path, files, write=False).splitlines()
+    assert rows[2].startswith("| `pkg.bare` | `cccccccccc` |") and rows[2].endswith(
+        "| 7 | 1 | 4 (1) | 2 |"
+    )
+    assert rows[3] == "| **all 1 modules** | | | 7 | 1 | 4 (1) | 2 |"
 
 
-def test_files_that_are_not_constants_results_of_the_core_are_refused(tmp_path: Path) -> None:
+def test_files_that_are_not_constants_results_are_refused(tmp_path: Path) -> None:
     files = project(tmp_path)
-    folder = tmp_path / results.RESULTS
-    folder.mkdir(parents=True)
-    (folder / "pkg.gone.json").write_text(
-        json.dumps({"format": results.FORMAT, "module": "pkg.gone"})
-    )
-    with pytest.raises(MutateError, match=r"pkg\.gone is not a core module"):
+    write(tmp_path, files)
+    path = tmp_path / results.RESULTS / "pkg.mod.json"
+    saved = json.loads(path.read_text("utf-8"))
+    path.write_text(json.dumps(saved | {"format": shards.FORMAT}))
+    with pytest.raises(MutateError, match="not a version 2 needlepoint-mutation-constants file"):
         results.summary(tmp_path, files, write=False)
-    (folder / "pkg.gone.json").write_text(
-        json.dumps({"format": shards.FORMAT, "module": "pkg.gone"})
-    )
-    with pytest.raises(MutateError, match="not a constants results file"):
+    counts = saved["counts"] | {"survived": 1}
+    path.write_text(json.dumps(saved | {"counts": counts}))
+    with pytest.raises(MutateError, match="its counts are not the sum over its constants"):
         results.summary(tmp_path, files, write=False)
-    (folder / "pkg.gone.json").unlink()
+    path.unlink()
     (tmp_path / shards.DOC).write_text("# M\n")
     with pytest.raises(MutateError, match="needs the constants table's two marker lines"):
         results.summary(tmp_path, files, write=True)

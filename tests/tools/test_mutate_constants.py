@@ -170,7 +170,9 @@ def test_constant_entries_excuse_exactly_one_surviving_mutant(tmp_path: Path) ->
     path = tmp_path / "mod.py"
     path.write_text(MODULE, "utf-8")
     mutants = {m.change: m for m in constants.constant_mutants(path, "pkg.mod")}
-    entry = register.ConstantEntry("pkg.mod.LIMIT", "64 -> 65", "the limit is never reached")
+    entry = register.ConstantEntry(
+        "LIMIT", "64 -> 65", "the limit is never reached", module="pkg.mod"
+    )
     reg = register.ConstantRegister((entry,), tmp_path)
     survived = [Verdict(mutants["64 -> 65"], "survived"), Verdict(mutants["64 -> 63"], "killed")]
     assert reg.match(survived, ["pkg.mod"]) == ([], {mutants["64 -> 65"]})
@@ -184,16 +186,29 @@ def test_constant_entries_excuse_exactly_one_surviving_mutant(tmp_path: Path) ->
     assert reg.match([], ["pkg.other"]) == ([], set())  # not in this run
 
 
-def test_constant_entries_need_their_fields_and_a_core_module(tmp_path: Path) -> None:
+def test_constant_entries_need_their_fields_and_are_found_by_name(tmp_path: Path) -> None:
     path = tmp_path / "tests" / "reg.toml"
     path.parent.mkdir()
-    path.write_text('[[constant]]\nconstant = "pkg.mod.LIMIT"\nchange = "64 -> 65"\n')
+    source = tmp_path / "mod.py"
+    source.write_text(MODULE, "utf-8")
+    other = tmp_path / "other.py"
+    other.write_text("LIMIT = 3\n")
+    (tmp_path / "bare.py").write_text("def f():\n    return 1\n")
+    path.write_text('[[constant]]\nconstant = "LIMIT"\nchange = "64 -> 65"\n')
     with pytest.raises(MutateError, match="constant entry 1 needs reason"):
-        register.load_constant_register(path)
-    path.write_text('[[constant]]\nconstant = "pkg.mod.LIMIT"\nchange = "64 -> 65"\nreason = "r"\n')
-    with pytest.raises(MutateError, match="not in a mutated module"):
-        register.load_constant_register(path, ["pkg.other"])
-    assert len(register.load_constant_register(path, ["pkg.mod"]).entries) == 1
+        register.load_constant_register(path, {"pkg.mod": source})
+    path.write_text('[[constant]]\nconstant = "LIMIT"\nchange = "64 -> 65"\nreason = "r"\n')
+    with pytest.raises(MutateError, match="LIMIT is a rule constant of no mutated module"):
+        register.load_constant_register(path, {"pkg.bare": tmp_path / "bare.py"})
+    # Found wherever it is now; of two modules with a LIMIT, the one that has the change.
+    (entry,) = register.load_constant_register(path, {"pkg.o": other, "pkg.m": source}).entries
+    assert (entry.module, entry.label) == ("pkg.m", "pkg.m.LIMIT: 64 -> 65")
+    other.write_text(MODULE, "utf-8")
+    with pytest.raises(MutateError, match="LIMIT is a rule constant of 2 mutated modules"):
+        register.load_constant_register(path, {"pkg.o": other, "pkg.m": source})
+    path.write_text('[[constant]]\nconstant = "pkg.m.LIMIT"\nchange = "64 -> 65"\nreason = "r"\n')
+    with pytest.raises(MutateError, match="not by its path"):
+        register.load_constant_register(path, {"pkg.m": source})
 
 
 def test_unknown_modules_and_too_many_workers_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

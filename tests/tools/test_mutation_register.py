@@ -34,7 +34,7 @@ def twice(body, wrap):
     text = body.decode("ascii")
     return text
 '''
-CLIP = "pkg.mod.clip"
+CLIP = "clip"  # as its module names it
 BEFORE, AFTER = "    if n < LIMIT:", "    if n <= LIMIT:"
 
 
@@ -58,6 +58,30 @@ def problems(project: tuple[dict[str, Path], Path], *entries: object) -> list[st
 
 def test_an_entry_naming_exactly_one_mutant_holds(project) -> None:
     assert problems(project, entry()) == []
+    files, root = project
+    (found,), none = register.resolve_register([entry()], files, root)
+    assert none == [] and found.function == "pkg.mod.clip"  # where it is now
+
+
+def test_an_entry_follows_its_function_into_another_module(project) -> None:
+    files, root = project
+    merged = root / "lib" / "pkg" / "merged.py"
+    merged.write_text("def other(x):\n    return x + 1\n\n\n" + MODULE)
+    files["pkg.mod"].unlink()
+    moved = {"pkg.merged": merged}
+    (found,), none = register.resolve_register([entry()], moved, root)
+    assert none == [] and found.function == "pkg.merged.clip"
+
+
+def test_an_entry_is_sought_in_every_function_of_its_name(project) -> None:
+    files, root = project
+    files["pkg.twin"] = root / "lib" / "pkg" / "twin.py"
+    files["pkg.twin"].write_text(MODULE.replace("LIMIT", "CAP"))
+    assert problems(project, entry()) == []  # the line is only in pkg.mod's clip
+    files["pkg.twin"].write_text(MODULE)
+    assert problems(project, entry()) == [
+        f"{CLIP}: {BEFORE.strip()!r} -> {AFTER.strip()!r}: matches 2 mutants: it must name one"
+    ]
 
 
 def test_a_stale_entry_fails_the_run(project) -> None:
@@ -80,26 +104,24 @@ def test_an_ambiguous_entry_fails_the_run(project) -> None:
     deep = '        text = body.decode("ascii")', '        text = body.decode("ASCII")'
     flat = '    text = body.decode("ascii")', '    text = body.decode("ASCII")'
     # Told apart by their indentation, each line names one mutant...
-    assert problems(project, entry("pkg.mod.twice", *deep), entry("pkg.mod.twice", *flat)) == []
+    assert problems(project, entry("twice", *deep), entry("twice", *flat)) == []
     # ...but the same line twice in one function: an entry cannot say which it excuses.
     files, _ = project
     files["pkg.mod"].write_text(
         MODULE.replace("        text = body", "        pass\n    text = body")
     )
-    assert problems(project, entry("pkg.mod.twice", *flat)) == [
-        "pkg.mod.twice: 'text = body.decode(\"ascii\")' -> 'text = body.decode(\"ASCII\")': "
+    assert problems(project, entry("twice", *flat)) == [
+        "twice: 'text = body.decode(\"ascii\")' -> 'text = body.decode(\"ASCII\")': "
         "matches 2 mutants: it must name one"
     ]
 
 
 def test_an_entry_outside_the_mutated_modules_or_no_longer_in_the_code_fails(project) -> None:
-    assert problems(project, entry("pkg.other.clip")) == [
-        f"pkg.other.clip: {BEFORE.strip()!r} -> {AFTER.strip()!r}: "
-        "not in a mutated module ([tool.mutmut] only_mutate)"
-    ]
-    assert problems(project, entry("pkg.mod.clamp")) == [
-        f"pkg.mod.clamp: {BEFORE.strip()!r} -> {AFTER.strip()!r}: "
-        "pkg.mod.clamp is no longer in the code (or never mutated)"
+    _, root = project
+    (root / "lib" / "pkg" / "other.py").write_text("def clamp(n):\n    return n < 3\n")
+    assert problems(project, entry("clamp")) == [
+        f"clamp: {BEFORE.strip()!r} -> {AFTER.strip()!r}: "
+        "clamp is in no mutated module ([tool.mutmut] only_mutate)"
     ]
 
 
@@ -116,12 +138,25 @@ def test_a_non_local_entry_fails_when_the_code_it_relies_on_changes(project) -> 
     assert "which changed" in problems(project, entry(depends=relies))[0]
 
 
+def test_a_line_relied_on_in_a_file_merged_away_is_sought_in_the_library(project) -> None:
+    _, root = project
+    relies = (register.Depends("lib/pkg/other.py", "ORDER = 'contiguous'"),)
+    (root / "lib" / "pkg" / "other.py").unlink()
+    (root / "lib" / "pkg" / "merged.py").write_text("X = 1\nORDER = 'contiguous'\n")
+    assert problems(project, entry(depends=relies)) == []
+    (root / "lib" / "pkg" / "again.py").write_text("ORDER = 'contiguous'\n")
+    assert "occurs 2 times: re-check the reason" in problems(project, entry(depends=relies))[0]
+
+
 def outcome(n: int, status: str, change: tuple[str, str] = (BEFORE, AFTER)):
     return report.Outcome.of(f"pkg.mod.x_clip__mutmut_{n}", status, change)
 
 
+FOUND = "pkg.mod.clip"  # an entry found in the code: its function's full name
+
+
 def test_a_surviving_mutant_named_by_one_entry_is_excused() -> None:
-    excused, found = register.match_outcomes([entry()], [outcome(1, "survived")])
+    excused, found = register.match_outcomes([entry(FOUND)], [outcome(1, "survived")])
     assert list(excused) == ["pkg.mod.x_clip__mutmut_1"] and found == []
 
 
@@ -136,22 +171,23 @@ def test_a_surviving_mutant_named_by_one_entry_is_excused() -> None:
     ],
 )
 def test_no_other_mutant_can_be_excused(status: str, says: str) -> None:
-    excused, found = register.match_outcomes([entry()], [outcome(1, status)])
+    excused, found = register.match_outcomes([entry(FOUND)], [outcome(1, status)])
     assert excused == {} and len(found) == 1 and says in found[0]
 
 
 def test_at_run_time_an_entry_matching_zero_or_two_mutants_fails() -> None:
     other = outcome(2, "survived", ("    return LIMIT", "    return None"))
-    _, found = register.match_outcomes([entry()], [other])
+    _, found = register.match_outcomes([entry(FOUND)], [other])
     assert found == [
-        f"{CLIP}: {BEFORE.strip()!r} -> {AFTER.strip()!r}: matches no mutant: the line changed"
+        f"{FOUND}: {BEFORE.strip()!r} -> {AFTER.strip()!r}: matches no mutant: the line changed"
     ]
-    _, found = register.match_outcomes([entry()], [outcome(1, "survived"), outcome(3, "survived")])
+    both = [outcome(1, "survived"), outcome(3, "survived")]
+    _, found = register.match_outcomes([entry(FOUND)], both)
     assert found[0].endswith("matches 2 mutants")
 
 
 def test_an_unchecked_mutant_is_neither_excused_nor_a_problem() -> None:
-    assert register.match_outcomes([entry()], [outcome(1, "not checked")]) == ({}, [])
+    assert register.match_outcomes([entry(FOUND)], [outcome(1, "not checked")]) == ({}, [])
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -161,13 +197,14 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_entries_need_their_fields_in_exact_form(tmp_path: Path) -> None:
-    full = 'function = "a.f"\nbefore = "    x"\nafter = "    y"\nreason = "r"\n'
+    full = 'function = "f"\nbefore = "    x"\nafter = "    y"\nreason = "r"\n'
     cases = {
         "[[equivalent]]\n" + full.replace('reason = "r"\n', ""): "entry 1 needs reason",
         f"[[equivalent]]\n{full}note = 'n'\n": "entry 1 unknown field note",
         "[[equivalent]]\n" + full.replace('"    y"', '"  "'): "entry 1 needs after",
         "[[equivalent]]\n" + full.replace('"    x"', '""'): "entry 1 needs before",
-        f"[[equivalent]]\n{full}" * 2: r"a\.f is registered twice for one change",
+        f"[[equivalent]]\n{full}" * 2: r"f is registered twice for one change",
+        "[[equivalent]]\n" + full.replace('"f"', '"pkg.mod.f"'): "not by the module's path",
         full.replace('"    x"', '"x"').join(
             ["[[equivalent]]\n", ""]
         ): "exact lines, with their indentation",
@@ -191,6 +228,7 @@ def test_an_empty_after_names_a_removed_line(tmp_path: Path) -> None:
     (e,) = register.load_register(write(tmp_path, text))
     assert (e.before, e.after) == ("    x=1,", "")
     removed = outcome(1, "survived", ("    x=1,", ""))
+    e = register.replace(e, function=FOUND)
     assert register.match_outcomes([e], [removed]) == ({removed.key: e}, [])
 
 
@@ -198,11 +236,11 @@ def test_a_stale_entry_stops_make_mutate_before_any_mutant_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stale = (
-        '[[equivalent]]\nfunction = "needlepoint.analysis.decision.decide"\n'
+        '[[equivalent]]\nfunction = "classify"\n'
         'before = "    if n < 2:"\nafter = "    if n <= 2:"\nreason = "gone"\n'
     )
     monkeypatch.setattr(mutate, "REGISTER", write(tmp_path, stale))
-    assert mutate.main(["needlepoint.analysis.decision", "--report"]) == 2
+    assert mutate.main(["needlepoint.run.scoring", "--report"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("mutate: ") and "matches no mutant: the line changed" in err[0]
     assert err[-1] == "mutate: the register does not hold for this code (1 entries)"

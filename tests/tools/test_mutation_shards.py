@@ -1,4 +1,8 @@
-"""Per-shard results files and the table in docs/mutation.md that adds them up."""
+"""Per-shard results files, keyed by function, and the table in docs/mutation.md adding them up.
+
+The modules here are real source, so that the summary finds their functions with mutmut's own
+generator as it does for the core; the verdicts are made up (no mutant runs).
+"""
 
 from __future__ import annotations
 
@@ -9,70 +13,111 @@ import pytest
 from support.tools import ROOT, load_tool
 
 constant_results = load_tool("constant_results")
+keys = load_tool("mutation_keys")
 report = load_tool("mutation_report")
 shards = load_tool("mutation_shards")
 run = load_tool("mutation_run")
 MutateError = report.MutateError
 
-MODULES = ["needlepoint.run.scoring", "needlepoint.analysis.decision"]
+ADD = '''def f(a, b):
+    """Add one to the smaller."""
+    if a < b:
+        return a + 1
+    return b - 1
+'''
+SCALE = """class C:
+    def g(self, x):
+        return x * 2
+"""
+OTHER = """def h(n):
+    return n - 3
+"""
+A, B = "pkg.a", "pkg.b"
 
 
 class Entry:
     reason = "codec names are case-insensitive"
 
 
-def outcomes(module: str) -> list:
-    key = f"{module}.x_f__mutmut_{{}}"
-    return [
-        report.Outcome.of(key.format(1), "killed"),
-        report.Outcome.of(key.format(2), "timeout"),
-        report.Outcome.of(key.format(3), "survived", ("    a = 1", "    a = 2")),
-        report.Outcome.of(key.format(4), "survived", ('    b = "x"', '    b = "X"')),
-    ]
+def write(tmp_path: Path, module: str, source: str) -> Path:
+    path = tmp_path / "lib" / f"{module.replace('.', '/')}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return path
 
 
-def project(tmp_path: Path) -> dict[str, Path]:
-    files = {}
-    for m in MODULES:
-        path = tmp_path / "lib" / f"{m.replace('.', '/')}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"# {m}\n")
-        files[m] = path
+def project(tmp_path: Path, sources: dict[str, str] | None = None) -> dict[str, Path]:
+    """pkg.a (f and C.g) and pkg.b (h), and a doc with the shard table's markers."""
+    sources = sources or {A: f"{ADD}\n\n{SCALE}", B: OTHER}
+    files = {m: write(tmp_path, m, s) for m, s in sources.items()}
     doc = tmp_path / shards.DOC
     doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(f"# Mutation\n\nBefore.\n\n{shards.BEGIN}\nold\n{shards.END}\n\nAfter.\n")
+    if not doc.exists():
+        doc.write_text(f"# Mutation\n\nBefore.\n\n{shards.BEGIN}\nold\n{shards.END}\n\nAfter.\n")
     return files
 
 
-def record(tmp_path: Path, files: dict[str, Path], module: str, **ready: bool) -> list[str]:
-    items = outcomes(module)
-    excused = {items[3].key: Entry()}
+def mangled(name: str) -> str:
+    klass, _, method = name.rpartition(".")
+    return f"xǁ{klass}ǁ{method}" if klass else f"x_{name}"
+
+
+def outcomes(tmp_path: Path, files: dict[str, Path], module: str) -> tuple[list, dict]:
+    """Every mutant of the module, all killed but f's: #2 timed out, #3 survived, #4 excused."""
+    path = files[module]
+    rel = path.relative_to(tmp_path).as_posix()
+    out, excused = [], {}
+    for full, changes in keys.generated_changes(path.read_text(), module, rel).items():
+        name = full.removeprefix(module + ".")
+        for i, change in enumerate(changes, start=1):
+            special = {2: "timeout", 3: "survived", 4: "survived"} if name == "f" else {}
+            status = special.get(i, "killed")
+            o = report.Outcome.of(f"{module}.{mangled(name)}__mutmut_{i}", status, change)
+            out.append(o)
+            if name == "f" and i == 4:
+                excused[o.key] = Entry()
+    return out, excused
+
+
+def record(tmp_path: Path, files: dict, module: str, commit: str = "a", **ready: bool) -> list:
+    items, excused = outcomes(tmp_path, files, module)
     complete = {module: ready.get("complete", True)}
     return shards.record_shards(
-        tmp_path, files, items, excused, [], complete, {module: 125.0}, "a" * 40,
+        tmp_path, files, items, excused, [], complete, {module: 125.0}, commit * 40,
         ready.get("clean", True),
     )  # fmt: skip
 
 
-def test_a_complete_shard_on_committed_code_gets_its_results_file(tmp_path: Path) -> None:
+def counts(tmp_path: Path, files: dict, module: str) -> dict[str, int]:
+    path = files[module]
+    rel = path.relative_to(tmp_path).as_posix()
+    made = keys.generated_changes(path.read_text(), module, rel)
+    return {k.removeprefix(module + "."): len(v) for k, v in made.items()}
+
+
+def test_a_complete_shard_records_each_function_by_name_and_source_hash(tmp_path: Path) -> None:
     files = project(tmp_path)
-    lines = record(tmp_path, files, "needlepoint.run.scoring")
+    n = counts(tmp_path, files, A)
+    total = sum(n.values())
+    lines = record(tmp_path, files, A)
+    score = f"{100 * (total - 2) / (total - 1):.1f}%"
     assert lines == [
-        "run.scoring: killed 2 of 3 (66.7%) -> docs/mutation/needlepoint.run.scoring.json"
+        f"pkg.a: killed {total - 2} of {total - 1} ({score}) -> docs/mutation/pkg.a.json"
     ]
-    saved = json.loads((tmp_path / "docs/mutation/needlepoint.run.scoring.json").read_text())
-    assert saved["commit"] == "a" * 40 and saved["file"] == "lib/needlepoint/run/scoring.py"
+    saved = json.loads((tmp_path / "docs/mutation/pkg.a.json").read_text())
+    assert (saved["format"], saved["version"], saved["module"]) == (shards.FORMAT, 2, A)
+    assert saved["commit"] == "a" * 40 and saved["file"] == "lib/pkg/a.py"
     assert (saved["mutants"], saved["equivalent"], saved["counted"], saved["killed"]) == (
-        4,
-        1,
-        3,
-        2,
-    )
-    assert saved["verdicts"] == {"killed": 1, "survived": 2, "timeout": 1}
+        total, 1, total - 1, total - 2
+    )  # fmt: skip
     assert saved["timed_out"] == 1 and saved["mutant_seconds"] == 125.0
-    assert [s["number"] for s in saved["survivors"]] == [3]
-    assert saved["excused"][0]["reason"] == Entry.reason
-    assert saved["excused"][0]["before"] == '    b = "x"'
+    assert set(saved["functions"]) == {"f", "C.g"}
+    f = saved["functions"]["f"]
+    assert f["sha256"] == keys.function_keys(files[A].read_text())["f"]
+    assert f["mutants"] == n["f"]
+    assert [s["number"] for s in f["survivors"]] == [3]
+    assert f["excused"][0]["reason"] == Entry.reason and f["excused"][0]["number"] == 4
+    assert saved["functions"]["C.g"]["survivors"] == []
     assert len(saved["measured"]) == 20 and saved["measured"].endswith("Z")
 
 
@@ -87,79 +132,161 @@ def test_a_partial_or_uncommitted_shard_gets_no_results_file(
     tmp_path: Path, ready: dict, why: str
 ) -> None:
     files = project(tmp_path)
-    assert record(tmp_path, files, "needlepoint.run.scoring", **ready) == [
-        f"run.scoring: no results file ({why})"
-    ]
+    assert record(tmp_path, files, A, **ready) == [f"pkg.a: no results file ({why})"]
     assert not (tmp_path / "docs/mutation").exists()
 
 
 def test_a_shard_whose_register_entries_fail_gets_no_results_file(tmp_path: Path) -> None:
     files = project(tmp_path)
-    items = outcomes("needlepoint.run.scoring")
-    problem = "needlepoint.run.scoring.f: '    a = 1' -> '    a = 2': matches 2 mutants"
+    items, _ = outcomes(tmp_path, files, A)
+    problem = "pkg.a.f: '    a = 1' -> '    a = 2': matches 2 mutants"
     lines = shards.record_shards(
-        tmp_path, files, items, {}, [problem], {"needlepoint.run.scoring": True},
-        {"needlepoint.run.scoring": 1.0}, "a" * 40, True,
-    )  # fmt: skip
-    assert lines == ["run.scoring: no results file (the register fails)"]
+        tmp_path, files, items, {}, [problem], {A: True}, {A: 1.0}, "a" * 40, True
+    )
+    assert lines == ["pkg.a: no results file (the register fails)"]
 
 
-def test_the_summary_labels_a_partial_sum_with_what_it_leaves_out(tmp_path: Path) -> None:
+def test_the_summary_labels_a_partial_sum_and_names_each_function_not_measured(
+    tmp_path: Path,
+) -> None:
     files = project(tmp_path)
-    record(tmp_path, files, "needlepoint.run.scoring")
-    text = shards.summary(tmp_path, MODULES, write=True)
+    record(tmp_path, files, A)
+    total = sum(counts(tmp_path, files, A).values())
+    text = shards.summary(tmp_path, files, write=True)
     rows = text.splitlines()
-    assert rows[2].startswith("| `run.scoring` | `aaaaaaaaaa` | ")
-    assert rows[2].endswith("| 4 | 1 | 2 (1) | 1 | 66.7% | 2 min |")
-    assert rows[3] == "| **1 of 2 shards (partial)** | | | 4 | 1 | 2 (1) | 1 | **66.7%** | 2 min |"
-    assert rows[-1] == "Not measured yet, so left out of the sum: analysis.decision."
+    assert rows[0].startswith("| Module | Commit | Date |")
+    assert rows[2].startswith("| `pkg.a` | `aaaaaaaaaa` | ")
+    score = f"{100 * (total - 2) / (total - 1):.1f}%"
+    assert rows[2].endswith(f"| {total} | 1 | {total - 2} (1) | 1 | {score} | 2 min |")
+    assert rows[3] == (
+        f"| **1 of 2 modules complete (partial)** | | | {total} | 1 | {total - 2} (1) | 1 "
+        f"| **{score}** | 2 min |"
+    )
+    assert "Not complete: 1 functions of the core need measuring" in text
+    assert rows[-1] == "Not measured yet, so left out (1 functions): pkg.b.h."
     doc = (tmp_path / shards.DOC).read_text()
     assert doc.startswith("# Mutation\n\nBefore.\n\n") and doc.endswith("\n\nAfter.\n")
     assert f"{shards.BEGIN}\n{text}\n{shards.END}" in doc
 
 
-def test_the_sum_over_every_shard_is_the_complete_score(tmp_path: Path) -> None:
+def test_the_sum_over_every_function_is_complete_over_the_core(tmp_path: Path) -> None:
     files = project(tmp_path)
-    for m in MODULES:
-        record(tmp_path, files, m)
-    rows = shards.summary(tmp_path, MODULES, write=False).splitlines()
-    assert rows[-1] == "| **all 2 shards** | | | 8 | 2 | 4 (2) | 2 | **66.7%** | 4 min |"
-
-
-def test_a_module_changed_since_its_shard_is_named(tmp_path: Path) -> None:
-    files = project(tmp_path)
-    record(tmp_path, files, "needlepoint.run.scoring")
-    files["needlepoint.run.scoring"].write_text("# changed\n")
-    text = shards.summary(tmp_path, MODULES, write=True)
-    assert text.endswith("Changed since measured (run these shards again): needlepoint.run.scoring")
-    doc = (tmp_path / shards.DOC).read_text()
-    assert f"{text}\n{shards.END}" in doc, "the doc names the changed shard under its table"
-
-
-def test_results_files_that_are_not_shards_of_the_core_are_refused(tmp_path: Path) -> None:
-    project(tmp_path)
-    folder = tmp_path / shards.RESULTS
-    folder.mkdir(parents=True)
-    (folder / "needlepoint.run.loop.json").write_text(
-        json.dumps({"format": shards.FORMAT, "module": "needlepoint.run.loop"})
+    record(tmp_path, files, A)
+    record(tmp_path, files, B)
+    total = sum(counts(tmp_path, files, A).values()) + sum(counts(tmp_path, files, B).values())
+    rows = shards.summary(tmp_path, files, write=False).splitlines()
+    score = f"{100 * (total - 2) / (total - 1):.1f}%"
+    assert rows[4] == (
+        f"| **all 2 modules** | | | {total} | 1 | {total - 2} (1) | 1 | **{score}** | 4 min |"
     )
-    with pytest.raises(MutateError, match=r"needlepoint\.run\.loop is not a core module"):
-        shards.summary(tmp_path, MODULES, write=False)
-    (folder / "needlepoint.run.loop.json").write_text("{}")
-    with pytest.raises(MutateError, match="not a shard results file"):
-        shards.summary(tmp_path, MODULES, write=False)
+    assert rows[-1] == (
+        f"Complete over the core at {score}: {total - 2} of {total - 1} mutants killed "
+        "(not counting 1 equivalent), in 3 functions of 2 modules."
+    )
+
+
+def test_a_function_moved_unchanged_into_another_module_keeps_its_measurement(
+    tmp_path: Path,
+) -> None:
+    files = project(tmp_path)
+    record(tmp_path, files, A)
+    record(tmp_path, files, B)
+    before = shards.summary(tmp_path, files, write=False).splitlines()
+    # pkg.a merged into pkg.b, in another order and at another place: only_mutate names pkg.b.
+    (tmp_path / "lib/pkg/a.py").unlink()
+    merged = project(tmp_path, {B: f"{OTHER}\n\n# merged from pkg.a\n{SCALE}\n\n{ADD}"})
+    rows = shards.summary(tmp_path, merged, write=False).splitlines()
+    assert rows[2].startswith("| `pkg.b` | `aaaaaaaaaa` +1 | ")
+    assert rows[3].replace("all 1 modules", "x") == before[4].replace("all 2 modules", "x")
+    assert rows[-1].startswith("Complete over the core at ")
+
+
+def test_a_changed_function_needs_a_re_measure_and_a_comment_or_docstring_does_not(
+    tmp_path: Path,
+) -> None:
+    files = project(tmp_path)
+    record(tmp_path, files, A)
+    record(tmp_path, files, B)
+    commented = ADD.replace("Add one", "Add 1").replace("b - 1", "b - 1  # the larger, less one")
+    files[A].write_text(f"{commented}\n\n{SCALE.replace('* 2', '* 3')}")
+    text = shards.summary(tmp_path, files, write=True)
+    rows = text.splitlines()
+    assert rows[2].startswith("| `pkg.a` (partial) | ")
+    assert rows[4].startswith("| **1 of 2 modules complete (partial)** |")
+    assert text.endswith("Changed since measured, so left out until measured again "
+                         "(1 functions): pkg.a.C.g.")  # fmt: skip
+    doc = (tmp_path / shards.DOC).read_text()
+    assert f"{text}\n{shards.END}" in doc, "the doc names the changed function under its table"
+
+
+def test_a_function_gone_is_named_and_a_file_that_counts_nothing_is_pruned(
+    tmp_path: Path,
+) -> None:
+    files = project(tmp_path)
+    record(tmp_path, files, A)
+    record(tmp_path, files, B)
+    files[A].write_text(ADD)  # C.g deleted
+    text = shards.summary(tmp_path, files, write=False)
+    assert text.endswith("Measured but no longer in the core (1): pkg.a.C.g.")
+    # pkg.a merged into pkg.b and measured there again: pkg.a's file now counts nothing.
+    files[A].unlink()
+    merged = project(tmp_path, {B: f"{OTHER}\n\n{ADD}"})
+    old = (tmp_path / "docs/mutation/pkg.a.json").read_text()
+    lines = record(tmp_path, merged, B, commit="b")
+    assert lines[-1] == (
+        "deleted docs/mutation/pkg.a.json: each of its entries is measured again or gone"
+    )
+    assert not (tmp_path / "docs/mutation/pkg.a.json").exists()
+    assert shards.summary(tmp_path, merged, write=False).splitlines()[-1].startswith("Complete")
+    (tmp_path / "docs/mutation/pkg.old.json").write_text(old)  # left behind by hand
+    assert shards.summary(tmp_path, merged, write=False).endswith(
+        "Results files that count nothing now (make mutate deletes them): "
+        "docs/mutation/pkg.old.json."
+    )
+
+
+def test_a_module_measured_again_keeps_aside_what_moved_out_of_it(tmp_path: Path) -> None:
+    files = project(tmp_path)
+    record(tmp_path, files, A)
+    record(tmp_path, files, B)
+    files[A].write_text(ADD)  # C moved from pkg.a to pkg.b
+    files[B].write_text(f"{OTHER}\n\n{SCALE}")
+    lines = record(tmp_path, files, A, commit="b")
+    assert (
+        lines[0]
+        == "kept docs/mutation/pkg.a@aaaaaaaaaa.json: entries measured there moved elsewhere"
+    )
+    assert (tmp_path / "docs/mutation/pkg.a@aaaaaaaaaa.json").is_file()
+    assert shards.summary(tmp_path, files, write=False).splitlines()[-1].startswith("Complete")
+
+
+def test_results_files_of_another_format_or_with_wrong_totals_are_refused(tmp_path: Path) -> None:
+    files = project(tmp_path)
+    record(tmp_path, files, A)
+    path = tmp_path / "docs/mutation/pkg.a.json"
+    saved = json.loads(path.read_text())
+    path.write_text(json.dumps(saved | {"killed": saved["killed"] + 1}))
+    with pytest.raises(MutateError, match="its totals are not the sum over its functions"):
+        shards.summary(tmp_path, files, write=False)
+    path.write_text(json.dumps(saved | {"version": 1}))
+    with pytest.raises(MutateError, match="not a version 2 needlepoint-mutation-shard file"):
+        shards.summary(tmp_path, files, write=False)
+    del saved["functions"]["f"]["sha256"]
+    path.write_text(json.dumps(saved))
+    with pytest.raises(MutateError, match="f needs its sha256 and a count of mutants"):
+        shards.summary(tmp_path, files, write=False)
 
 
 def test_a_doc_without_its_markers_is_refused(tmp_path: Path) -> None:
-    project(tmp_path)
+    files = project(tmp_path)
     (tmp_path / shards.DOC).write_text("# Mutation\n")
     with pytest.raises(MutateError, match="needs the shard table's two marker lines"):
-        shards.summary(tmp_path, MODULES, write=True)
+        shards.summary(tmp_path, files, write=True)
 
 
 def test_docs_mutation_md_shows_exactly_the_committed_shards() -> None:
-    modules = list(run.core_files(run.mutmut_config()))
-    expected = shards.summary(ROOT, modules, write=False)
+    files = run.core_files(run.mutmut_config())
+    expected = shards.summary(ROOT, files, write=False)
     doc = (ROOT / shards.DOC).read_text("utf-8")
     assert f"{shards.BEGIN}\n{expected}\n{shards.END}" in doc, "run: make mutate-summary"
 
