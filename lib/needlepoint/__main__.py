@@ -1,5 +1,7 @@
 """Allow `python -m needlepoint`."""
 
-from needlepoint.cli.app import main
+# Through the package's main, which imports the command modules inside its own guard: a Ctrl-C
+# while they load is one line and exit 130, not a traceback.
+from needlepoint.cli import main
 
 raise SystemExit(main())

@@ -56,3 +56,26 @@ def test_help_imports_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+INTERRUPT_WHILE_LOADING = """
+import runpy, sys
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "needlepoint.cli.local":  # one of the command modules app.py imports
+            raise KeyboardInterrupt
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["needlepoint", "--help"]
+runpy.run_module("needlepoint", run_name="__main__")
+"""
+
+
+def test_ctrl_c_while_the_command_modules_load_is_one_line_and_exit_130() -> None:
+    # `python -m needlepoint` imports app.py, and with it every command module, inside the
+    # guard of needlepoint.cli.main (test_readers interrupts a real analyze at fixed delays).
+    out = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_WHILE_LOADING], capture_output=True, text=True
+    )
+    assert (out.returncode, out.stderr) == (130, "needlepoint: interrupted\n")
