@@ -33,7 +33,7 @@ def test_profile_checks_pass_and_notice_a_changed_rule(monkeypatch) -> None:
 
 
 def _answer_without_think_split(choice, completion):
-    from needlepoint.run.answers import Answer
+    from needlepoint.run.interpret import Answer
 
     message = choice.get("message") or {}
     content = choice.get("text") if completion else message.get("content")

@@ -13,8 +13,7 @@ import json
 import pytest
 
 from needlepoint.run import scoring
-from needlepoint.run.answers import split_think
-from needlepoint.run.interpret import parse_response
+from needlepoint.run.interpret import parse_response, split_think
 from needlepoint.run.journal_records import REDACTED, encode_body
 from needlepoint.run.scoring import classify, java_trim, score_text
 

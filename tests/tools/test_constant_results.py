@@ -179,7 +179,7 @@ def test_files_that_are_not_constants_results_of_the_core_are_refused(tmp_path: 
 
 
 # Through the script itself, with the runs replaced by made-up verdicts.
-CORE = ["needlepoint.run.answers", "needlepoint.analysis.robustness"]
+CORE = ["needlepoint.run.interpret", "needlepoint.analysis.robustness"]
 
 
 @pytest.fixture
@@ -214,15 +214,15 @@ def test_the_script_writes_a_file_per_module_when_the_run_completes(
     err = capsys.readouterr().err.splitlines()
     assert err[-2:] == [
         "mutate: run.answers: killed 4 of 5 constant mutants (0 excused) "
-        "-> docs/mutation/constants/needlepoint.run.answers.json",
+        "-> docs/mutation/constants/needlepoint.run.interpret.json",
         "mutate: analysis.robustness: killed 1 of 1 constant mutants (0 excused) "
         "-> docs/mutation/constants/needlepoint.analysis.robustness.json",
     ]
-    saved = json.loads((tmp_path / results.RESULTS / "needlepoint.run.answers.json").read_text())
+    saved = json.loads((tmp_path / results.RESULTS / "needlepoint.run.interpret.json").read_text())
     assert saved["counts"]["survived"] == 1 and saved["commit"] == COMMIT
     assert (
         saved["source_sha256"]
-        == hashlib.sha256((ROOT / "lib/needlepoint/run/answers.py").read_bytes()).hexdigest()
+        == hashlib.sha256((ROOT / "lib/needlepoint/run/interpret.py").read_bytes()).hexdigest()
     )
 
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from needlepoint.jsonio import canonical_bytes
-from needlepoint.run.answers import reasoning_tokens
 from needlepoint.run.clock import parse_iso_utc
-from needlepoint.run.interpret import cost_of, parse_response
+from needlepoint.run.interpret import cost_of, parse_response, reasoning_tokens
 from needlepoint.run.redact import REDACTED, Scrubber
 from needlepoint.run.scoring import Classification, classify, classify_safely
 
