@@ -191,7 +191,7 @@ def test_an_answer_whose_body_breaks_the_reader_is_kept_with_its_status(
 ):
     """Whatever a body does to the reader once the status arrived, the outcome keeps the status
     and the bytes: never indeterminate_interrupted without them."""
-    from needlepoint.run import body as body_module
+    from needlepoint.run import transport as body_module
 
     def broken(self, raw, tick=None):
         for chunk in raw:

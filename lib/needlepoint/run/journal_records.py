@@ -16,8 +16,8 @@ from typing import Any
 from needlepoint.jsonio import canonical_bytes
 from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.interpret import cost_of, parse_response, reasoning_tokens
-from needlepoint.run.redact import REDACTED, Scrubber
 from needlepoint.run.scoring import Classification, classify, classify_safely
+from needlepoint.run.transport import REDACTED, Scrubber
 
 __all__ = ["REDACTED", "JournalState", "Scrubber", "decode_body", "encode_body"]
 
