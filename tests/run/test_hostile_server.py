@@ -19,7 +19,7 @@ from support.runner import KEY_ENV, SENTINEL, live, of_type, server_for
 
 from needlepoint.design.freeze import prepare
 from needlepoint.run.audit import audit_run
-from needlepoint.run.journal_records import decode_body
+from needlepoint.run.records import decode_body
 from needlepoint.run.transport import MAX_BODY_BYTES
 
 # Peak Python memory allowed while one hostile answer is received and journalled: a few times

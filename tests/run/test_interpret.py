@@ -26,7 +26,7 @@ from needlepoint.run.interpret import (
     reasoning_tokens,
     split_think,
 )
-from needlepoint.run.journal_records import decode_body, received_fields
+from needlepoint.run.records import decode_body, received_fields
 from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS, classify_safely
 
 KEY = {"expected": "OM-3642", "codes_present": ["OM-3642"], "near_codes": []}

@@ -11,7 +11,7 @@ from support.runner import KEY_ENV, SENTINEL, kinds, live, of_type, server_for
 from needlepoint.design.freeze import prepare
 from needlepoint.run.audit import audit_run
 from needlepoint.run.interpret import reasoning_tokens, split_think
-from needlepoint.run.journal_records import decode_body
+from needlepoint.run.records import decode_body
 from needlepoint.run.results import derive, write_results
 from needlepoint.run.scoring import classify
 

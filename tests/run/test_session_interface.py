@@ -16,8 +16,7 @@ from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock
-from needlepoint.run.journal import Journal
-from needlepoint.run.journal_records import JournalState
+from needlepoint.run.journal import Journal, JournalState
 from needlepoint.run.loop import run_protocol
 from needlepoint.run.scoring import PROTOCOL_FAILURE
 from needlepoint.run.session import Session, Stop

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import needlepoint
-from needlepoint.run.journal_records import JournalState
+from needlepoint.run.journal import JournalState
 from needlepoint.run.scoring import classify_safely
 from needlepoint.run.session import Session, Stop
 from needlepoint.run.transport import Exchange

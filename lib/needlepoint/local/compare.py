@@ -139,13 +139,10 @@ def planned_count(prepared_dir: Path) -> int:
 
 def attempted(run_dir: Path) -> int:
     """How many planned requests the run folder's journal has attempted (0 for a new folder)."""
-    from needlepoint.run.journal import read_chain
-    from needlepoint.run.journal_records import JournalState
+    from needlepoint.run.folder import has_run_record
+    from needlepoint.run.journal import walk
 
-    if not (run_dir / "run.json").is_file():
-        return 0
-    read_chain(run_dir, (state := JournalState()).add, keep=False)
-    return len(state.attempts)
+    return len(walk(run_dir).state.attempts) if has_run_record(run_dir) else 0
 
 
 def recorded_run(run_dir: Path) -> dict[str, Any] | None:

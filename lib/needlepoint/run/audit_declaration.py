@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
 from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.declaration import Declared, read_declaration
-from needlepoint.run.run_record import RunRecord
+from needlepoint.run.journal import JOURNAL_NAME, JournalState
+from needlepoint.run.records import RunRecord, SessionRecord
 
 
 @dataclass
@@ -31,34 +31,32 @@ class DeclarationFindings:
         self.passed.append(name)
 
 
-def check_declaration(root: Path, run: RunRecord, records: Any) -> DeclarationFindings:
+def check_declaration(root: Path, run: RunRecord, journal: JournalState) -> DeclarationFindings:
     """Every declaration check of one run folder; nothing to find without a declaration."""
     audit = DeclarationFindings()
     ref = run.declaration
-    sessions = [r for r in records if r.get("type") == "session"]
+    sessions = journal.sessions
     if ref is None:
-        stray = [r["n"] for r in sessions if "declaration_sha256" in r]
+        stray = [n for n, s in sessions.items() if s.declaration_sha256 is not None]
         if stray:
             audit.problems.append(
-                f"{root / 'journal.jsonl'}:{stray[0] + 1}: a session cites a declaration that "
+                f"{root / JOURNAL_NAME}:{stray[0] + 1}: a session cites a declaration that "
                 "run.json does not record"
             )
         return audit
-    journal = root / "journal.jsonl"
-    if records and (
-        records[0].get("type") != "session" or records[0].get("declaration_sha256") != ref.sha256
-    ):
+    path = root / JOURNAL_NAME
+    first = sessions.get(0)
+    if journal.records and (first is None or first.declaration_sha256 != ref.sha256):
         audit.problems.append(
-            f"{journal}:1: the first record does not carry the declaration's SHA-256 "
+            f"{path}:1: the first record does not carry the declaration's SHA-256 "
             f"{ref.sha256[:12]} that run.json records"
         )
     else:
         audit.count("declaration in the first record")
-    for r in sessions[1:]:
-        if r.get("declaration_sha256") != ref.sha256:
+    for n, r in list(sessions.items())[1:]:
+        if r.declaration_sha256 != ref.sha256:
             audit.problems.append(
-                f"{journal}:{r['n'] + 1}: session {r.get('session')} cites another declaration "
-                "than run.json"
+                f"{path}:{n + 1}: session {r.session} cites another declaration than run.json"
             )
     path = root / ref.path
     where = f"declaration {ref.path}"
@@ -79,14 +77,14 @@ def check_declaration(root: Path, run: RunRecord, records: Any) -> DeclarationFi
         audit.problems.append(f"{where}: unreadable: {exc}")
         return audit
     audit.count("declaration sha256")
-    _check_order(root, declared, sessions, audit, where, run.simulation)
+    _check_order(root, declared, list(sessions.values()), audit, where, run.simulation)
     return audit
 
 
 def _check_order(
     root: Path,
     declared: Declared,
-    sessions: list[Any],
+    sessions: list[SessionRecord],
     audit: DeclarationFindings,
     where: str,
     sim: bool,
@@ -106,7 +104,7 @@ def _check_order(
         return
     if sim or not sessions:
         return  # a simulated clock proves no order in time
-    first = sessions[0].get("time", "")
+    first = sessions[0].time
     if parse_iso_utc(record.time) > parse_iso_utc(first):
         audit.problems.append(
             f"{where}: made at {record.time}, after the run's first session at {first}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, sha256_hex
 from needlepoint.run.clock import parse_iso_utc
+from needlepoint.run.records import DeclarationRef
 from needlepoint.schema import read_versioned
 
 DECLARATION_FORMAT = "needlepoint-declaration"
@@ -89,14 +90,6 @@ class DeclarationRecord:
         listed here is a result the amender could have seen before changing the rules for it.
         """
         return [h for h in self.heads if h.outcomes and h.declaration_sha256 in earlier]
-
-
-@dataclass(frozen=True)
-class DeclarationRef:
-    """run.json's ``declaration``: the file, relative to the run folder, and its SHA-256."""
-
-    path: str
-    sha256: str
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.declaration import DeclarationRef, Declared, JournalHead, chain
+from needlepoint.run.declaration import Declared, JournalHead, chain
+from needlepoint.run.records import DeclarationRef
 
 
 def flagged(entries: list[Declared]) -> dict[str, list[JournalHead]]:

@@ -20,24 +20,25 @@ from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
 from needlepoint.run.declaration import reference
-from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest, not_a_run_folder
-from needlepoint.run.run_record import (
+from needlepoint.run.journal import JOURNAL_NAME, LOCK_NAME, JournalState, walk
+from needlepoint.run.records import (
+    CONTEXT_FORMAT,
     RUN_FORMAT,
     RUN_KIND,
     CostRecord,
+    DeclarationRef,
     RunRecord,
     SimulationRecord,
+    check_context_manifest,
 )
 from needlepoint.safeio import open_record
 from needlepoint.schema import from_plain, to_plain
 
 if TYPE_CHECKING:
-    from needlepoint.run.journal_records import JournalState
     from needlepoint.run.settings import Settings
 
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"
-LOCK_NAME = ".lock"
 # Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
 # A run's declaration is part of what it is: a resume must name the same one.
 RESUME_FIXED = (
@@ -76,6 +77,20 @@ def read_run_record(run_dir: Path) -> RunRecord:
     return record
 
 
+def has_run_record(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a run.json: a run folder, new ones included once created."""
+    return (Path(run_dir) / RUN_NAME).is_file()
+
+
+def recorded_declaration(run_dir: Path) -> DeclarationRef | None:
+    """The declaration run.json says the run was started under; None without one, or when
+    run.json cannot be read (``audit-run`` is where a damaged run.json is reported)."""
+    try:
+        return read_run_record(Path(run_dir)).declaration
+    except (NeedlepointError, OSError):
+        return None
+
+
 def read_context_manifest(run_dir: Path) -> dict[str, Any]:
     """Load context_manifest.json, checked field by field."""
     path = run_dir / CONTEXT_NAME
@@ -97,17 +112,12 @@ def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
 
 def check_not_rewound(run_dir: Path) -> None:
     """Refuse to resume a folder whose journal lost records: that would grant fresh budget."""
-    from needlepoint.run.journal import JOURNAL_NAME, read_chain
-    from needlepoint.run.journal_records import JournalState
-
     if not os.path.lexists(run_dir / JOURNAL_NAME):
         raise NeedlepointError(f"{run_dir / JOURNAL_NAME}: missing although run.json exists")
     path = run_dir / CONTEXT_NAME
     if os.path.lexists(path):
         listed = len(read_context_manifest(run_dir)["sent"])
-        state = JournalState()
-        read_chain(run_dir, state.add, keep=False, owner=True)
-        sent = state.attempt_count
+        sent = walk(run_dir, owner=True).state.attempt_count
         if listed > sent:
             raise NeedlepointError(
                 f"{path}: lists {listed} requests sent, the journal only {sent}: "
@@ -129,7 +139,7 @@ def context_manifest(
         "prepared_dir": str(prepared_root),
         "prepared_manifest_sha256": prepared_fingerprint,
         "prepared_files": dict(sorted(prepared_files.items())),
-        "sent": [dict(entry) for entry in state.sent],
+        "sent": [attempt.sent() for attempt in state.sent],
         "journal_records": count,
         "journal_sha256": head,
     }
@@ -241,3 +251,17 @@ class FolderLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def not_a_run_folder(folder: Path) -> None:
+    """Name the folder given where a run folder was expected, when it is another kind."""
+    if (folder / "plan.csv").is_file() and (folder / "manifest.json").is_file():
+        raise NeedlepointError(
+            f"{folder}: is a prepared folder (plan.csv, manifest.json; no run.json), not a run "
+            f"folder: this command takes the run folder that `needlepoint run {folder} "
+            "--run-dir RUNDIR ...` writes"
+        )
+    if (folder / "pilot.json").is_file() and (folder / "run" / "run.json").is_file():
+        raise NeedlepointError(
+            f"{folder}: is a pilot folder, not a run folder; its run is {folder / 'run'}"
+        )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from needlepoint.run.run_record import RunRecord
+from needlepoint.run.records import RunRecord
 from needlepoint.run.settings import RunOptions
 
 # run.json field -> how a user names it. Fields that cannot differ on a resume (refused, or

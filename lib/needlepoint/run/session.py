@@ -15,15 +15,11 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
 from needlepoint.run.journal import Journal
-from needlepoint.run.journal_records import (
-    Scrubber,
-    interrupted_fields,
-    received_fields,
-)
 from needlepoint.run.progress import LIVE_MODES, Progress
-from needlepoint.run.run_record import SessionRecord
+from needlepoint.run.records import SessionRecord, interrupted_fields, received_fields
 from needlepoint.run.scoring import PROTOCOL_FAILURE
 from needlepoint.run.settings import Settings
+from needlepoint.run.transport import Scrubber
 
 
 class Stop(Exception):
@@ -183,7 +179,7 @@ class Session:
         s = self.s
         dropped = self.journal.dropped_tail
         record = SessionRecord(
-            session=self.state.sessions + 1,
+            session=len(self.state.sessions) + 1,
             time=self.now(),
             run_json_sha256=run_json_sha256,
             package_version=needlepoint.__version__,
