@@ -63,7 +63,7 @@ def measure(prepared: str, run_dir: str, url: str) -> None:
     start = time.perf_counter()
     from needlepoint.run.journal import read_chain
     from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
 
     options = RunOptions(
         allow=1,

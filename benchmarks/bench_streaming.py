@@ -41,7 +41,7 @@ def make_run(prepared: Path, run_dir: Path, pad: int) -> str:
 
     from needlepoint.design.prepared import load_prepared
     from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
 
     p = load_prepared(prepared)
     right = answers_from(p.answer_key, p.bodies)

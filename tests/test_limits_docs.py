@@ -15,8 +15,8 @@ from needlepoint.contamination.select import MAX_ENTRIES
 from needlepoint.design import protocol_schema as ps
 from needlepoint.jsonio import MAX_JSON_DEPTH
 from needlepoint.run import interpret
+from needlepoint.run.options import DEFAULT_TIMEOUT_S, MIN_KEY_LENGTH
 from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS, TRANSPORT_KINDS
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, MIN_KEY_LENGTH
 from needlepoint.run.sweep_spec import MAX_RUNS
 from needlepoint.run.transport import MAX_BODY_BYTES, PIECE
 

@@ -18,7 +18,7 @@ from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 
 BANNER = "SIMULATION — not a model result"
 

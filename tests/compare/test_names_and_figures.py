@@ -26,7 +26,7 @@ from needlepoint.compare.summary import comparison_markdown
 from needlepoint.design.freeze import prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 
 
 def _simulate(prepared: Path, run_dir: Path, **params: float) -> Path:

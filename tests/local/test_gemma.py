@@ -174,7 +174,7 @@ def test_completion_variant_runs_end_to_end(server, tmp_path, monkeypatch):
     from needlepoint.local.tokens import check_token_counts
     from needlepoint.run.audit import audit_run
     from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
 
     # The committed copy-style design, small: v1's Chinese instructions and the default answer
     # cue make this base model start with a line feed, which the stop sequence turns into "".

@@ -20,7 +20,7 @@ from needlepoint.jsonio import file_sha256
 from needlepoint.run.audit import audit_run
 from needlepoint.run.declaration import read_declaration
 from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 from needlepoint.schema import document_bytes
 from needlepoint.study.declare import declare
 

@@ -14,7 +14,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.audit import audit_run
 from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 
 
 @pytest.fixture(autouse=True)
@@ -215,7 +215,7 @@ def test_refuses_to_start(reference_dir, tmp_path, server, change, message):
 def test_plain_http_to_loopback_needs_no_flag(host):
     from urllib.parse import urlsplit
 
-    from needlepoint.run.settings import is_loopback
+    from needlepoint.run.options import is_loopback
 
     assert is_loopback(urlsplit(f"http://{host}:8000/v1").hostname)
 
@@ -224,7 +224,7 @@ def test_insecure_http_is_allowed_only_by_the_flag_and_recorded(
     reference_dir, tmp_path, server, monkeypatch
 ):
     # The loopback server stands in for a remote host: every address counts as remote here.
-    monkeypatch.setattr("needlepoint.run.limits.is_loopback", lambda host: False)
+    monkeypatch.setattr("needlepoint.run.options.is_loopback", lambda host: False)
     with pytest.raises(NeedlepointError, match="--allow-insecure-http"):
         live(reference_dir, tmp_path / "refused", server, allow=1)
     live(reference_dir, tmp_path / "run", server, allow=1, allow_insecure_http=True)

@@ -11,7 +11,7 @@ import pytest
 from needlepoint.design.freeze import prepare
 from needlepoint.run import provenance
 from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 
 
 def _lines(run: Path) -> list[dict]:

@@ -17,6 +17,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes
 from needlepoint.run.folder import RUN_NAME, json_bytes, read_run_record
 from needlepoint.run.loop import run_protocol
+from needlepoint.run.options import DEFAULT_TIMEOUT_S, RunOptions, check_settings
 from needlepoint.run.records import (
     BODY_ENCODINGS,
     RECORD_TYPES,
@@ -29,7 +30,6 @@ from needlepoint.run.records import (
     record_problem,
 )
 from needlepoint.run.scoring import classify
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions, check_settings
 from needlepoint.run.simulate import PositionParams
 from needlepoint.run.transport import REDACTED, Exchange, Scrubber
 from needlepoint.schema import from_plain, to_plain

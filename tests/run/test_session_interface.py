@@ -18,9 +18,9 @@ from needlepoint.jsonio import sha256_hex
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock
 from needlepoint.run.journal import Journal, JournalState
 from needlepoint.run.loop import run_protocol
+from needlepoint.run.options import RunOptions
 from needlepoint.run.scoring import PROTOCOL_FAILURE
 from needlepoint.run.session import Session, Stop
-from needlepoint.run.settings import RunOptions
 
 
 class FakeClock:

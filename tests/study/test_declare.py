@@ -14,7 +14,7 @@ from needlepoint.jsonio import file_sha256, sha256_hex
 from needlepoint.run.declaration import chain, read_declaration
 from needlepoint.run.declaration_lines import chain_lines, flagged
 from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 from needlepoint.study.declare import declare
 
 PLAN = "# Plan\n\nThe preregistered rule, one run.\n"

@@ -228,7 +228,7 @@ def run_live(
 ) -> None:
     """Serve one model, check its token counts, and run (or resume) its variant completely."""
     from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
 
     prepared, run_dir = layout.prepared(entrant), layout.run(entrant)
     record = recorded_run(run_dir)

@@ -39,8 +39,8 @@ from needlepoint.pilot.record import (
     write_pilot_record,
 )
 from needlepoint.run.loop import RunSummary, run_protocol
+from needlepoint.run.options import RunOptions, check_options
 from needlepoint.run.results import write_results
-from needlepoint.run.settings import RunOptions, check_options
 from needlepoint.schema import to_plain
 
 DESIGN_NAME = "design.json"

@@ -113,6 +113,18 @@ def read_declaration(path: str | Path) -> Declared:
     return Declared(p, file_sha256(p), record)
 
 
+def read_for_run(path: str | Path, *, live: bool) -> Declared:
+    """A declaration a run may be started under: readable, and, for a live run, made on a real
+    clock (a simulated clock proves no order in time). Checked before anything is written."""
+    declared = read_declaration(path)
+    if live and declared.record.simulation:
+        raise NeedlepointError(
+            f"{path}: made on a simulated clock, so it proves no order in time; "
+            "a live run needs a declaration made with `needlepoint declare`"
+        )
+    return declared
+
+
 def _check(r: DeclarationRecord, where: str) -> None:
     """What the types alone do not say: times, hashes, kinds and paths a reader can follow."""
 

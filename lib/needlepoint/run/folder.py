@@ -35,7 +35,7 @@ from needlepoint.safeio import open_record
 from needlepoint.schema import from_plain, to_plain
 
 if TYPE_CHECKING:
-    from needlepoint.run.settings import Settings
+    from needlepoint.run.options import Settings
 
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"

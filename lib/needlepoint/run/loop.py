@@ -20,9 +20,9 @@ from needlepoint.run import folder as run_folder
 from needlepoint.run import provenance
 from needlepoint.run.clock import SIM_EPOCH, iso_utc
 from needlepoint.run.journal import Journal
+from needlepoint.run.options import DEFAULT_TIMEOUT_S, RunOptions, Settings, check_settings
 from needlepoint.run.resume import carry_recorded_gap, resume_line
 from needlepoint.run.session import Session
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions, Settings, check_settings
 from needlepoint.safeio import read_limited
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RunOptions", "RunSummary", "run_protocol"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions
+from needlepoint.run.options import DEFAULT_TIMEOUT_S, RunOptions
 
 TRANSPORTS = ("simulate", "live")
 

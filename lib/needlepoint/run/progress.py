@@ -16,8 +16,7 @@ import os
 import sys
 from typing import IO, Any
 
-PROGRESS_MODES = ("auto", "terminal", "deterministic", "off")
-LIVE_MODES = ("auto", "terminal")
+from needlepoint.run.options import LIVE_MODES, PROGRESS_MODES
 
 
 def terminal_stream() -> IO[str]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from needlepoint.run.options import RunOptions
 from needlepoint.run.records import RunRecord
-from needlepoint.run.settings import RunOptions
 
 # run.json field -> how a user names it. Fields that cannot differ on a resume (refused, or
 # derived from the fixed prepared folder) and the creation time are not listed.

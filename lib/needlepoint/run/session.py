@@ -15,10 +15,10 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
 from needlepoint.run.journal import Journal
-from needlepoint.run.progress import LIVE_MODES, Progress
+from needlepoint.run.options import LIVE_MODES, Settings
+from needlepoint.run.progress import Progress
 from needlepoint.run.records import SessionRecord, interrupted_fields, received_fields
 from needlepoint.run.scoring import PROTOCOL_FAILURE
-from needlepoint.run.settings import Settings
 from needlepoint.run.transport import Scrubber
 
 
@@ -183,14 +183,7 @@ class Session:
             time=self.now(),
             run_json_sha256=run_json_sha256,
             package_version=needlepoint.__version__,
-            allow=s.allow,
-            min_gap_s=s.min_gap_s,
-            override_reason=s.override_reason,
-            timeout_s=s.timeout_s,
-            deadline_s=s.deadline_s,
-            input_rate=s.input_rate,
-            output_rate=s.output_rate,
-            cost_cap=s.cost_cap,
+            **s.limits(),
             dropped_tail_sha256=sha256_hex(dropped) if dropped else None,
             declaration_sha256=None if s.declaration is None else s.declaration.sha256,
         )

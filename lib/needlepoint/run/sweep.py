@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.progress import PROGRESS_MODES
+from needlepoint.run.options import PROGRESS_MODES
 from needlepoint.run.sweep_progress import SweepProgress
 from needlepoint.run.sweep_spec import PlannedRun
 

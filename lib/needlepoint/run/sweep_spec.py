@@ -15,7 +15,7 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions
+from needlepoint.run.options import DEFAULT_TIMEOUT_S, RunOptions
 from needlepoint.schema import from_plain, record_from_plain
 
 SWEEP_FORMAT = "needlepoint-sweep"

@@ -27,7 +27,7 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions, check_settings
+from needlepoint.run.options import RunOptions, check_settings
 
 
 def _emit(**event: Any) -> None:
