@@ -17,7 +17,7 @@ from needlepoint.jsonio import MAX_JSON_DEPTH
 from needlepoint.run import interpret
 from needlepoint.run.options import DEFAULT_TIMEOUT_S, MIN_KEY_LENGTH
 from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS, TRANSPORT_KINDS
-from needlepoint.run.sweep_spec import MAX_RUNS
+from needlepoint.run.sweep import MAX_RUNS
 from needlepoint.run.transport import MAX_BODY_BYTES, PIECE
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "runner.md").read_text("utf-8")

@@ -16,7 +16,6 @@ from support.runner import records
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes
 from needlepoint.run.folder import RUN_NAME, json_bytes, read_run_record
-from needlepoint.run.loop import run_protocol
 from needlepoint.run.options import DEFAULT_TIMEOUT_S, RunOptions, check_settings
 from needlepoint.run.records import (
     BODY_ENCODINGS,
@@ -29,6 +28,7 @@ from needlepoint.run.records import (
     outcome_fields,
     record_problem,
 )
+from needlepoint.run.runner import run_protocol
 from needlepoint.run.scoring import classify
 from needlepoint.run.simulate import PositionParams
 from needlepoint.run.transport import REDACTED, Exchange, Scrubber

@@ -12,9 +12,9 @@ from needlepoint.cli import main
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex
 from needlepoint.run.journal import HEAD_NAME, JOURNAL_NAME
-from needlepoint.run.loop import run_protocol
 from needlepoint.run.options import RunOptions
 from needlepoint.run.results import RESULT_COLUMNS, load_run_results, write_results
+from needlepoint.run.runner import run_protocol
 
 FORMATS_COLUMNS = (
     "seq,block,pair,case,length,similarity,condition,order,request_sha256,status,kind,"

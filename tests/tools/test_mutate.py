@@ -143,7 +143,7 @@ def test_the_core_modules_exist_and_the_config_is_what_staging_expects() -> None
     table = run.mutmut_config()
     files = run.core_files(table)
     assert all(path.is_file() for path in files.values())
-    for module in ("analysis.decision", "jsonio", "run.session", "pilot.calibrate"):
+    for module in ("analysis.decision", "jsonio", "run.runner", "pilot.calibrate"):
         assert f"needlepoint.{module}" in files
     selection = table["pytest_add_cli_args_test_selection"]
     # The top-level tests that read the package's source are left out by name; the others run.
@@ -175,8 +175,8 @@ def test_patterns_name_core_modules_or_pass_globs_through() -> None:
     glob = "needlepoint.run.scoring.x_classify*"
     assert run.patterns_for([glob], core) == [glob]
     assert run.patterns_for(["needlepoint.analysis*"], core) == ["needlepoint.analysis*"]
-    with pytest.raises(MutateError, match=r"'needlepoint.run.loop' names no core module"):
-        run.patterns_for(["needlepoint.run.loop"], core)
+    with pytest.raises(MutateError, match=r"'needlepoint.run.runner' names no core module"):
+        run.patterns_for(["needlepoint.run.runner"], core)
 
 
 def test_the_fingerprint_covers_code_and_tests_but_not_docs_or_this_tooling(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from needlepoint.run.loop import run_protocol
+    from needlepoint.run.runner import run_protocol
 
     def say(line: str) -> None:  # the resume line, before anything is sent
         print(line, flush=True)
@@ -71,8 +71,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     import dataclasses
     from pathlib import Path
 
-    from needlepoint.run.sweep import run_sweep
-    from needlepoint.run.sweep_spec import read_sweep
+    from needlepoint.run.sweep import read_sweep, run_sweep
 
     planned = read_sweep(args.sweep)
     if args.declaration is not None:

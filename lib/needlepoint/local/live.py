@@ -19,8 +19,8 @@ from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
 from needlepoint.pilot.folder import PilotRun, run_pilot
 from needlepoint.pilot.heldout import OnRecord
 from needlepoint.pilot.record import RUN_DIR
-from needlepoint.run.loop import RunSummary, run_protocol
 from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import RunSummary, run_protocol
 
 
 def resume_port(run_dir: Path) -> int | None:
@@ -31,12 +31,11 @@ def resume_port(run_dir: Path) -> int | None:
     """
     from urllib.parse import urlsplit
 
-    from needlepoint.jsonio import read_json
+    from needlepoint.run.folder import has_run_record, read_run_record
 
-    record = run_dir / "run.json"
-    if not record.is_file():
+    if not has_run_record(run_dir):
         return None
-    parts = urlsplit(str(read_json(record).get("base_url") or ""))
+    parts = urlsplit(read_run_record(run_dir).base_url or "")
     return parts.port if parts.hostname == "127.0.0.1" else None
 
 

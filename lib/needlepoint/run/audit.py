@@ -18,13 +18,13 @@ from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.prepared import frozen_model
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import file_sha256
-from needlepoint.run.audit_declaration import check_declaration
+from needlepoint.run.declaration import check_declaration
 from needlepoint.run.folder import (
     CONTEXT_NAME,
     RUN_NAME,
     read_context_manifest,
     read_run_record,
+    run_record_sha256,
 )
 from needlepoint.run.journal import JOURNAL_NAME, read_chain, walk
 from needlepoint.run.records import RunRecord, decode_body
@@ -183,7 +183,7 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     root = Path(run_dir)
     audit = RunAuditReport()
     run = read_run_record(root)
-    run_sha = file_sha256(root / RUN_NAME)
+    run_sha = run_record_sha256(root)
     walked = walk(root)
     chain, state = walked.chain, walked.state
     audit.problems += chain.problems

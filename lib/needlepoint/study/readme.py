@@ -239,11 +239,11 @@ def registry_block(root: Path, folder: Path) -> list[str]:
 
 def study_blocks(folder: Path, root: Path) -> dict[str, list[str]]:
     """Every generated block of a study folder's README, from its files and the evidence root."""
-    runs = [
-        f"pilots/{p.parent.parent.name}/run"
-        for p in sorted((folder / "pilots").glob("*/run/run.json"))
-    ]
-    if (folder / "main" / "run" / "run.json").is_file():
+    from needlepoint.run.folder import has_run_record
+
+    pilots = sorted(p for p in (folder / "pilots").glob("*/run") if has_run_record(p))
+    runs = [f"pilots/{p.parent.name}/run" for p in pilots]
+    if has_run_record(folder / "main" / "run"):
         runs.append("main/run")
     blocks = {
         "declarations": declarations_table(folder),
