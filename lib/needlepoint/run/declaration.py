@@ -1,19 +1,12 @@
-"""A run's declaration, in the one place it is checked: reading the record `needlepoint declare`
-writes (a plan's text, its time, and what results existed when it was written), binding a run to
-it, auditing that the run proves the declaration came first, and showing its chain.
+"""A run's declaration, in the one place it is checked: the record `needlepoint declare` writes
+(a plan's text, its time and what results existed then), a run bound to it, the audit that the
+run proves the declaration came first, and its chain as a reader sees it.
 
-`needlepoint declare` (``needlepoint.study.declare``) writes the record; this module reads it, so
-that the runner can bind a run to it (its SHA-256 in run.json and in the journal's first record,
-before the first request) and `audit-run`, `analyze` and `compare` can check and show it without
-importing the study package. docs/schema.md states every field.
-
-The audit checks that the file still has the recorded SHA-256 (so a declaration edited
-afterwards fails, by name), that every session carries it, that the declaration does not already
-list this run's journal, and, for a live run, that it was made before the run's first session.
-
-An amendment governs what the declarations before it governed. Its record lists the journals on
-record when it was written and the declaration each was run under; a journal with outcomes under
-an earlier declaration of the chain is a result the amender could have seen, and is flagged.
+The runner records the file's SHA-256 in run.json and in the journal's first record, before the
+first request. The audit checks that the file still has it, that every session carries it, that
+the declaration does not already list this run's journal, and, for a live run, that it was made
+before the run's first session. An amendment made after outcomes it governs (outcomes under an
+earlier declaration of its chain) is flagged. docs/schema.md states every field.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint import __version__
+from needlepoint.design.prepared import Prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import (
     MAX_JSON_FILE_BYTES,
@@ -29,7 +30,7 @@ from needlepoint.jsonio import (
     sha256_hex,
     write_bytes_atomic,
 )
-from needlepoint.run.journal import JOURNAL_NAME, LOCK_NAME, JournalState, walk
+from needlepoint.run.journal import JOURNAL_NAME, LOCK_NAME, Journal, walk
 from needlepoint.run.records import (
     CONTEXT_FORMAT,
     RUN_FORMAT,
@@ -37,7 +38,7 @@ from needlepoint.run.records import (
     RunRecord,
     check_context_manifest,
 )
-from needlepoint.safeio import append_bytes, open_record, read_limited
+from needlepoint.safeio import append_bytes, open_record, read_limited, relative_path
 from needlepoint.schema import from_plain, to_plain
 
 RUN_NAME = "run.json"
@@ -138,27 +139,17 @@ def check_not_rewound(run_dir: Path) -> None:
             )
 
 
-def context_manifest(
-    prepared_root: Path,
-    prepared_fingerprint: str,
-    prepared_files: dict[str, str],
-    state: JournalState,
-    count: int,
-    head: str,
-) -> dict[str, Any]:
+def write_context_manifest(run_dir: Path, prepared: Prepared, journal: Journal) -> None:
     """What was in front of the model: the prepared folder's manifest hash and each body sent."""
-    return {
+    manifest = {
         "format": CONTEXT_FORMAT,
-        "prepared_dir": str(prepared_root),
-        "prepared_manifest_sha256": prepared_fingerprint,
-        "prepared_files": dict(sorted(prepared_files.items())),
-        "sent": [attempt.sent() for attempt in state.sent],
-        "journal_records": count,
-        "journal_sha256": head,
+        "prepared_dir": relative_path(prepared.root, run_dir),
+        "prepared_manifest_sha256": prepared.fingerprint,
+        "prepared_files": dict(sorted(prepared.manifest.get("files", {}).items())),
+        "sent": [attempt.sent() for attempt in journal.state.sent],
+        "journal_records": journal.count,
+        "journal_sha256": journal.head,
     }
-
-
-def write_context_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     write_bytes_atomic(run_dir / CONTEXT_NAME, json_bytes(manifest))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.fields import Fields, is_int
@@ -28,10 +28,25 @@ from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.interpret import cost_of, parse_response, reasoning_tokens
 from needlepoint.run.scoring import STATUSES, Classification, classify, classify_safely
 from needlepoint.run.simulate import PositionParams
+from needlepoint.run.transport import Exchange
 from needlepoint.schema import hints, plain_without_absent, record_with_absent
 
 RUN_FORMAT = 1
 RUN_KIND = "needlepoint-run"
+
+
+class _Absent:
+    """A record whose ``ABSENT`` fields are left out of its JSON while None, and read as None
+    when missing: added in a later version, or written only when they apply."""
+
+    ABSENT: ClassVar[tuple[str, ...]] = ()
+
+    def to_plain(self) -> dict[str, Any]:
+        return plain_without_absent(self, self.ABSENT)
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
+        return record_with_absent(cls, value, where, cls.ABSENT)
 
 
 @dataclass(frozen=True)
@@ -80,7 +95,7 @@ class DeclarationRef:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(_Absent):
     """run.json: what this run is, written once when its folder is created."""
 
     format: int
@@ -114,19 +129,11 @@ class RunRecord:
     # The declaration the run was started under (`--declaration`); absent without one.
     declaration: DeclarationRef | None = None
 
-    def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, _ADDED_LATER)
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> RunRecord:
-        return record_with_absent(cls, value, where, _ADDED_LATER)
-
-
-_ADDED_LATER = ("design_fingerprint", "body_profile", "allow_insecure_http", "declaration")
+    ABSENT: ClassVar = ("design_fingerprint", "body_profile", "allow_insecure_http", "declaration")
 
 
 @dataclass(frozen=True, kw_only=True)
-class SessionRecord(Limits):
+class SessionRecord(Limits, _Absent):
     """The settings one session ran under: the journal's ``session`` record, less its envelope.
 
     ``dropped_tail_sha256`` is written only when the session dropped a torn journal tail, and
@@ -140,15 +147,7 @@ class SessionRecord(Limits):
     dropped_tail_sha256: str | None = None
     declaration_sha256: str | None = None
 
-    def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, _SESSION_ABSENT)
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> SessionRecord:
-        return record_with_absent(cls, value, where, _SESSION_ABSENT)
-
-
-_SESSION_ABSENT = ("dropped_tail_sha256", "declaration_sha256")
+    ABSENT: ClassVar = ("dropped_tail_sha256", "declaration_sha256")
 
 
 @dataclass(frozen=True)
@@ -443,22 +442,9 @@ def received_fields(
 def interrupted_fields(seq: int, time: str, detail: str, recovered: bool) -> dict[str, Any]:
     """An outcome for an attempt whose request may have run but whose answer we never got."""
     c = classify(http_status=None, transport_error="interrupted", body=None, answer={}, model="")
-    return {
-        "seq": seq,
-        "time": time,
-        "http_status": None,
-        "error": "interrupted",
-        "error_detail": detail,
-        "body": None,
-        "body_encoding": None,
-        "body_truncated": False,
-        "headers": {},
-        "latency_s": None,
-        "usage": None,
-        "cost": None,
-        "recovered": recovered,
-        "classification": c.to_json(),
-    }
+    nothing = Exchange(None, None, "interrupted", detail, 0.0, False, {})
+    fields = outcome_fields(seq, time, nothing, c, None, None)
+    return {**fields, "latency_s": None, "recovered": recovered}
 
 
 CONTEXT_FORMAT = 1

@@ -1,28 +1,17 @@
 """Where a request is sent and journalled: the run loop, its sessions, resume and progress.
 
-``run_protocol`` checks the options, creates or resumes the run folder, and runs one
-``Session``: frozen bytes, in the frozen order, under an explicit allowance, with no retries.
-Before each request (``Session.one``) an ``attempt`` record is fsynced; after it an ``outcome``
-record, built so that it can always be journalled. A stop rule raises ``Stop`` with the reason
-the session's ``stop`` record carries. Resuming continues with the next unattempted seq; an
-attempt without an outcome becomes ``indeterminate_interrupted`` and is never sent again. The
-allowance, the money spent and the last completion time are read back from the journal, so a
-resume never grants fresh budget.
+``run_protocol`` checks the options, creates or resumes the run folder and runs one ``Session``:
+frozen bytes in the frozen order, an explicit allowance, no retries. ``Session.one`` fsyncs an
+``attempt`` record before each request and an ``outcome`` record after it; a stop rule raises
+``Stop`` with the reason the session's ``stop`` record carries. A resume continues with the next
+unattempted seq; an attempt without an outcome becomes ``indeterminate_interrupted`` and is never
+sent again. The allowance, the money spent and the last completion time are read back from the
+journal, so a resume never grants fresh budget; every setting that differs from run.json is said
+before anything is sent, and a recorded gap override is carried unless the gap flags are given.
 
-A resumed session may run under other settings than the first one (a larger ``--allow``,
-another timeout, new rates); each session record keeps its own. What run.json fixes (the
-prepared fingerprint, simulation, model, base URL) is refused by ``folder.check_resume``.
-Nothing else changes silently: each difference is one phrase of the resume line. The gap
-override is carried: a run whose run.json records a lowered ``--min-gap-s`` with its
-``--override-reason``, resumed with neither flag, keeps both, and says so. Falling back to the
-protocol's gap unannounced would turn a 4-minute remainder into a 27-minute one.
-
-The progress bar: ``auto`` is a live tqdm bar on stderr with a countdown during waits.
-``terminal`` is the same bar written to the terminal the process was started from, past a
-notebook kernel's capture of stderr, and cleared when done (nothing when that is a log, not a
-terminal): a notebook's run shows its progress where it runs and never saves it into the
-executed notebook (the evidence). ``deterministic`` prints exactly one refresh per request and no
-elapsed times or rates, a pure function of the run. ``off`` prints nothing.
+Progress: ``auto`` is a live tqdm bar on stderr; ``terminal`` the same bar on the terminal that
+started the process, past a notebook kernel's capture (so it never lands in the executed
+notebook); ``deterministic`` one refresh per request and no times or rates; ``off`` nothing.
 """
 
 from __future__ import annotations
@@ -489,17 +478,7 @@ def run_protocol(
         try:
             return dataclasses.replace(_session(s, root, journal, run_sha), notes=tuple(notes))
         finally:
-            run_folder.write_context_manifest(
-                root,
-                run_folder.context_manifest(
-                    relative_path(s.prepared.root, root),
-                    s.prepared.fingerprint,
-                    s.prepared.manifest.get("files", {}),
-                    journal.state,
-                    journal.count,
-                    journal.head,
-                ),
-            )
+            run_folder.write_context_manifest(root, s.prepared, journal)
             journal.close()
             run_folder.append_provenance(root, iso_utc(time.time()), end=True)
 

@@ -1,36 +1,22 @@
 """`needlepoint sweep`: several runs side by side, one worker process per run, never pooled.
 
-A sweep file (SWEEP.json) lists runs; each entry names a prepared folder, a run folder, its
-allowance and the options of `needlepoint run` (live or simulated), with paths relative to the
-sweep file's folder. Reading is strict, as for every record: an unknown key, a wrong type,
-another format or version, two entries with one name or one run folder are refused with one
-line that names the entry.
+A sweep file (SWEEP.json) lists runs; each entry is the options of one `needlepoint run` with a
+name and two folders (relative to the file's folder), read strictly: an unknown key, a wrong
+type, another format or version, two entries with one name or one run folder are refused with
+one line that names the entry.
 
-Each worker is an unchanged `needlepoint run` (``runner.run_protocol``) on its own prepared folder
-and run folder, so each keeps its own journal, lock, spacing, allowance and stop rules; the
-sweep adds nothing to what a run does. It only starts them together and watches:
+Each worker (``python -m needlepoint.run.sweep``, in a session of its own so that a terminal's
+Ctrl-C reaches it only through the sweep) is an unchanged ``runner.run_protocol``, with its own
+journal, lock, spacing, allowance and stop rules. Every worker checks its options first
+(``check_settings``); if any is refused, none starts. Then all start at once, one progress line
+per run drawn from what its journal has durably recorded. Ctrl-C is forwarded once to each
+worker, and the sweep waits for every journal to be closed; running it again resumes each.
 
-1. every worker checks its options and prepared folder (``check_settings``) in parallel; if any
-   is refused, none starts, and the first refusal is the sweep's one-line error;
-2. then all start at once; one progress line per run is drawn from what its journal has durably
-   recorded (so what is shown is what a resume would find; reading never writes or locks);
-3. Ctrl-C (or SIGINT) is forwarded once to each worker, which stops as `needlepoint run` does on
-   Ctrl-C; the sweep waits for every journal to be closed. Running the sweep again resumes each.
-
-A worker is ``python -m needlepoint.run.sweep`` in a session of its own, so a terminal's Ctrl-C
-reaches it only through the sweep, exactly once, and never in the middle of the stop record it
-caused. It speaks JSON lines:
-
-- stdin, first line: ``{"prepared": P, "run_dir": R, "options": {RunOptions fields}}``;
-- stdout: ``{"event": "ready", "planned": N, "simulation": B}`` once the options and the prepared
-  folder pass ``check_settings``, or ``{"event": "refused", "message": M}``;
-- stdin, second line: ``go`` starts ``run_protocol``; anything else (or end of input) exits
-  without writing, which is how one refused run keeps the whole sweep from starting;
-- stdout, last: ``{"event": "done", ...}`` with the run's summary, ``refused`` or ``interrupted``.
-
-The sweep keeps the worker's stdin open while it runs. If it closes (the sweep was killed, or its
-terminal went away), the worker interrupts itself as Ctrl-C would: a worker in a session of its
-own must never go on spending an allowance that nobody is watching.
+A worker speaks JSON lines: it reads ``{"prepared", "run_dir", "options"}``, answers ``ready``
+(with ``planned`` and ``simulation``) or ``refused``, starts on ``go`` (anything else, or the end
+of input, exits without writing), and ends with ``done``, ``refused`` or ``interrupted``. If its
+input closes while it runs (the sweep was killed), it interrupts itself as Ctrl-C would: nobody
+may be left spending an allowance that nobody watches.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
-"""One HTTP client for the whole run: no retries anywhere, explicit timeouts, a hard deadline, a
-bounded body, and the key kept out of everything it brings back.
+"""One HTTP client for the whole run: no retries, explicit timeouts, a hard deadline, a bounded
+body, and the key kept out of everything it brings back.
 
 httpx's timeouts apply to each socket operation, so a server that trickles one byte at a time
-could hold a request open forever. A watchdog thread therefore shuts the socket down when the
-per-request deadline passes; that outcome is recorded as indeterminate, because the server may
-have executed the request. Keep-alive is off: every request gets a fresh connection, so a stale
-pooled connection can never turn into a silent resend or a spurious "dropped".
-
-httpx decodes ``Content-Encoding`` one whole network chunk at a time, so a few hundred bytes of
-``gzip, gzip`` become gigabytes in memory before any size check can run. Here the raw bytes are
-decoded stage by stage with ``zlib``'s ``max_length``: no stage ever produces more than
-``PIECE`` bytes per call, and reading stops as soon as the decoded (or the raw) size passes the
-limit. Memory is therefore bounded by the limit, not by the compression ratio.
-
-A server may send the key back JSON-escaped (``\\u0073k-…``, ``\\/`` for a slash), percent-
-encoded in a header, HTML-escaped, or base64-encoded (a ``Bearer`` or ``Basic`` header echoed
-in a debug body); an error message may hold it in a ``repr``. The ``Scrubber`` matches each
-character of the key in any of those spellings, and the key's base64 forms at every alignment,
-in bodies (before they are classified, so ``audit-run`` re-derives the same classification from
-the stored bytes), headers and error details.
+could hold a request open forever: a watchdog thread shuts the socket down at the deadline, and
+the outcome is indeterminate (the server may have executed the request). Keep-alive is off, so a
+stale pooled connection never becomes a silent resend. httpx would inflate ``gzip, gzip`` whole
+in memory; the body is decoded here stage by stage, at most ``PIECE`` bytes per call, and
+reading stops at the limit, so memory is bounded by the limit, not by the compression ratio.
+``Scrubber`` finds the key in any spelling a server may echo (JSON, percent, HTML escapes,
+base64 at every alignment) in bodies, before they are classified, headers and error details.
 """
 
 from __future__ import annotations
