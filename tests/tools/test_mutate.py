@@ -175,8 +175,8 @@ def test_patterns_name_core_modules_or_pass_globs_through() -> None:
     glob = "needlepoint.run.scoring.x_classify*"
     assert run.patterns_for([glob], core) == [glob]
     assert run.patterns_for(["needlepoint.analysis*"], core) == ["needlepoint.analysis*"]
-    with pytest.raises(MutateError, match=r"'needlepoint.run.runner' names no core module"):
-        run.patterns_for(["needlepoint.run.runner"], core)
+    with pytest.raises(MutateError, match=r"'needlepoint.run.loop' names no core module"):
+        run.patterns_for(["needlepoint.run.loop"], core)
 
 
 def test_the_fingerprint_covers_code_and_tests_but_not_docs_or_this_tooling(tmp_path: Path) -> None:

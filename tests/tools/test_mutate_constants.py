@@ -197,8 +197,8 @@ def test_constant_entries_need_their_fields_and_a_core_module(tmp_path: Path) ->
 
 
 def test_unknown_modules_and_too_many_workers_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert script.main(["needlepoint.run.runner", "--list"]) == 2
-    assert "'needlepoint.run.runner' is not a core module" in capsys.readouterr().err
+    assert script.main(["needlepoint.run.loop", "--list"]) == 2
+    assert "'needlepoint.run.loop' is not a core module" in capsys.readouterr().err
     assert script.main(["--workers", "3"]) == 2
     assert capsys.readouterr().err == "mutate: --workers must be 1 or 2: the machine is shared\n"
 

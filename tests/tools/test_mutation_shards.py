@@ -140,12 +140,12 @@ def test_results_files_that_are_not_shards_of_the_core_are_refused(tmp_path: Pat
     project(tmp_path)
     folder = tmp_path / shards.RESULTS
     folder.mkdir(parents=True)
-    (folder / "needlepoint.run.runner.json").write_text(
-        json.dumps({"format": shards.FORMAT, "module": "needlepoint.run.runner"})
+    (folder / "needlepoint.run.loop.json").write_text(
+        json.dumps({"format": shards.FORMAT, "module": "needlepoint.run.loop"})
     )
     with pytest.raises(MutateError, match=r"needlepoint\.run\.loop is not a core module"):
         shards.summary(tmp_path, MODULES, write=False)
-    (folder / "needlepoint.run.runner.json").write_text("{}")
+    (folder / "needlepoint.run.loop.json").write_text("{}")
     with pytest.raises(MutateError, match="not a shard results file"):
         shards.summary(tmp_path, MODULES, write=False)
 
