@@ -213,7 +213,7 @@ def test_the_script_writes_a_file_per_module_when_the_run_completes(
     assert script.main(CORE) == 1  # one survivor
     err = capsys.readouterr().err.splitlines()
     assert err[-2:] == [
-        "mutate: run.interpret: killed 4 of 5 constant mutants (0 excused) "
+        "mutate: run.interpret: killed 35 of 36 constant mutants (0 excused) "
         "-> docs/mutation/constants/needlepoint.run.interpret.json",
         "mutate: analysis.robustness: killed 1 of 1 constant mutants (0 excused) "
         "-> docs/mutation/constants/needlepoint.analysis.robustness.json",
@@ -231,7 +231,7 @@ def test_an_interrupted_run_writes_no_file(
 ) -> None:
     fake_run["stop"] = True
     assert script.main(CORE) == 1
-    assert "mutate: stopped: 2 of 6 constant mutants checked (partial)" in capsys.readouterr().err
+    assert "mutate: stopped: 2 of 37 constant mutants checked (partial)" in capsys.readouterr().err
     assert not (tmp_path / "docs").exists()
 
 
