@@ -62,8 +62,8 @@ def measure(prepared: str, run_dir: str, url: str) -> None:
     """Child: one request through the runner; print its outcome, times and peak RSS as JSON."""
     start = time.perf_counter()
     from needlepoint.run.journal import read_chain
-    from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
+    from needlepoint.run.runner import run_protocol
 
     options = RunOptions(
         allow=1,

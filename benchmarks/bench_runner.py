@@ -25,8 +25,8 @@ import httpx
 
 from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 
 # The loopback test server lives with the tests; it runs as a script in its own process.
 LOOPBACK = Path(__file__).resolve().parent.parent / "tests" / "support" / "loopback.py"

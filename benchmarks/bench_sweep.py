@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 
 from needlepoint.design.freeze import prepare
-from needlepoint.run.sweep import run_sweep
-from needlepoint.run.sweep_spec import read_sweep
+from needlepoint.run.sweep import read_sweep, run_sweep
 
 LOOPBACK = Path(__file__).resolve().parent.parent / "tests" / "support" / "loopback.py"
 KEY_ENV = "NEEDLEPOINT_BENCH_KEY"

@@ -15,11 +15,10 @@ from needlepoint.contamination.select import MAX_ENTRIES
 from needlepoint.design import protocol_schema as ps
 from needlepoint.jsonio import MAX_JSON_DEPTH
 from needlepoint.run import interpret
-from needlepoint.run.body import PIECE
+from needlepoint.run.options import DEFAULT_TIMEOUT_S, MIN_KEY_LENGTH
 from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS, TRANSPORT_KINDS
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, MIN_KEY_LENGTH
-from needlepoint.run.sweep_spec import MAX_RUNS
-from needlepoint.run.transport import MAX_BODY_BYTES
+from needlepoint.run.sweep import MAX_RUNS
+from needlepoint.run.transport import MAX_BODY_BYTES, PIECE
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "runner.md").read_text("utf-8")
 MIB, GIB = 1 << 20, 1 << 30
@@ -101,7 +100,7 @@ def test_every_failure_kind_is_documented() -> None:
 
 
 def test_the_size_failure_names_the_limit_as_documented() -> None:
-    from needlepoint.run.body import BodyReader
+    from needlepoint.run.transport import BodyReader
 
     reader = BodyReader(MAX_BODY_BYTES)
     assert f"limit of {MAX_BODY_BYTES} bytes" in reader.detail()

@@ -19,7 +19,7 @@ import pytest
 import needlepoint.analysis
 import needlepoint.run
 from needlepoint.analysis import power, record, tables
-from needlepoint.run import run_record, settings
+from needlepoint.run import options, records
 
 # (module, qualified name, parameter or "return") -> why a plain dict is right there.
 ALLOWED = {
@@ -34,39 +34,37 @@ ALLOWED = {
     ("analysis.tables", "Stratum.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.tables", "PositionRow.to_plain", "return"): "the JSON codec's boundary",
     ("analysis.tables", "PositionRow.from_plain", "value"): "the JSON codec's boundary",
-    ("run.run_record", "SessionRecord.to_plain", "return"): "the JSON codec's boundary",
-    ("run.run_record", "RunRecord.to_plain", "return"): "the JSON codec's boundary",
-    ("run.run_record", "RunRecord.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.record", "ProtocolRef.to_plain", "return"): "the JSON codec's boundary",
     ("analysis.record", "RunRef.to_plain", "return"): "the JSON codec's boundary",
     ("analysis.record", "RunRef.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.record", "ProtocolRef.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.tables", "LatencyUsageCost.to_plain", "return"): "the JSON codec's boundary",
     ("analysis.tables", "LatencyUsageCost.from_plain", "value"): "the JSON codec's boundary",
-    ("run.answers", "answer_of", "choice"): "one choice of a server's raw response",
-    ("run.run_record", "SessionRecord.from_plain", "value"): "the JSON codec's boundary",
-    ("run.provenance", "git_commit", "return"): "provenance.jsonl, not a settings record",
-    ("run.provenance", "machine_load", "return"): "provenance.jsonl, not a settings record",
-    ("run.folder", "context_manifest", "return"): "context_manifest.json",
-    ("run.folder", "write_context_manifest", "manifest"): "context_manifest.json",
-    ("run.journal", "record_hash", "record"): "a raw journal line",
-    ("run.journal_read", "read_line", "return"): "a raw journal line",
-    ("run.journal_records", "OutcomeSummary.of", "record"): "a raw journal line",
-    ("run.watchdog", "Watchdog.trace", "info"): "httpcore's trace event",
+    ("run.interpret", "answer_of", "choice"): "one choice of a server's raw response",
+    ("run.folder", "git_commit", "return"): "provenance.jsonl, not a settings record",
+    ("run.folder", "machine_load", "return"): "provenance.jsonl, not a settings record",
+    ("run.journal", "read_line", "return"): "a raw journal line",
+    ("run.records", "OutcomeSummary.of", "record"): "a raw journal line",
+    ("run.transport", "Watchdog.trace", "info"): "httpcore's trace event",
     ("run.journal", "Journal.append", "return"): "a raw journal line",
-    ("run.journal_records", "decode_body", "record"): "a raw journal line",
-    ("run.journal_records", "received_fields", "answer"): "one answer-key line",
-    ("run.journal_records", "received_fields", "return"): "an outcome line's fields",
+    ("run.records", "decode_body", "record"): "a raw journal line",
+    ("run.records", "received_fields", "answer"): "one answer-key line",
+    ("run.records", "received_fields", "return"): "an outcome line's fields",
     ("run.folder", "read_context_manifest", "return"): "context_manifest.json",
-    ("run.folder_schema", "check_context_manifest", "return"): "context_manifest.json",
-    ("run.journal_records", "outcome_fields", "usage"): "the server's usage object",
-    ("run.journal_records", "outcome_fields", "return"): "an outcome line's fields",
-    ("run.journal_records", "interrupted_fields", "return"): "an outcome line's fields",
-    ("run.journal_records", "JournalState.of", "records"): "raw journal lines",
-    ("run.journal_records", "JournalState.add", "record"): "a raw journal line",
-    ("run.session", "Session.append", "return"): "a raw journal line",
+    ("run.records", "check_context_manifest", "return"): "context_manifest.json",
+    ("run.records", "outcome_fields", "usage"): "the server's usage object",
+    ("run.records", "outcome_fields", "return"): "an outcome line's fields",
+    ("run.records", "interrupted_fields", "return"): "an outcome line's fields",
+    ("run.journal", "JournalState.of", "records"): "raw journal lines",
+    ("run.journal", "JournalState.add", "record"): "a raw journal line",
+    ("run.runner", "Session.append", "return"): "a raw journal line",
+    ("run.journal", "JournalState.timeline", "return"): "a journal's lines without their bodies",
+    ("run.records", "AttemptRecord.of", "record"): "a raw journal line",
+    ("run.records", "AttemptRecord.sent", "return"): "an entry of context_manifest.json's sent",
+    ("run.records", "StopRecord.of", "record"): "a raw journal line",
+    ("run.records", "Limits.limits", "return"): "the Limits fields as keyword arguments",
     ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
-    ("run.sweep_spec", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
+    ("run.sweep", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.context", "run_context", "records"): "raw journal lines",
     ("analysis.context", "sessions_by_seq", "records"): "raw journal lines",
 }
@@ -99,8 +97,8 @@ def test_the_scan_sees_the_record_handlers() -> None:
     assert {
         ("analysis.document", "build_document"),
         ("analysis.summary", "summary_markdown"),
-        ("run.settings", "check_settings"),
-        ("run.loop", "run_protocol"),
+        ("run.options", "check_settings"),
+        ("run.runner", "run_protocol"),
         ("analysis.sensitivity", "sensitivity_lines"),
     } <= names
 
@@ -120,7 +118,7 @@ def test_no_plain_dict_crosses_a_boundary_unless_allowed() -> None:
 
 def _hints(func: typing.Any) -> dict[str, typing.Any]:
     # Some modules import Settings only for type checking, to keep import time down.
-    return typing.get_type_hints(func, localns={"Settings": settings.Settings})
+    return typing.get_type_hints(func, localns={"Settings": options.Settings})
 
 
 @pytest.mark.parametrize(
@@ -142,14 +140,14 @@ def _hints(func: typing.Any) -> dict[str, typing.Any]:
         ("analysis.power.power_grid", "study", power.PowerStudy | None),
         ("analysis.sensitivity.sensitivity_lines", "model", power.PowerModel | None),
         ("analysis.sensitivity.sensitivity_lines", "study", power.PowerStudy | None),
-        ("run.settings.check_settings", "options", settings.RunOptions),
-        ("run.settings.check_settings", "return", settings.Settings),
-        ("run.loop.run_protocol", "options", settings.RunOptions),
-        ("run.folder.build_run_record", "return", run_record.RunRecord),
-        ("run.folder.write_run_record", "record", run_record.RunRecord),
-        ("run.folder.read_run_record", "return", run_record.RunRecord),
-        ("run.folder.check_resume", "saved", run_record.RunRecord),
-        ("run.results.load_frozen_plan", "run", run_record.RunRecord),
+        ("run.options.check_settings", "options", options.RunOptions),
+        ("run.options.check_settings", "return", options.Settings),
+        ("run.runner.run_protocol", "options", options.RunOptions),
+        ("run.runner.build_run_record", "return", records.RunRecord),
+        ("run.folder.write_run_record", "record", records.RunRecord),
+        ("run.folder.read_run_record", "return", records.RunRecord),
+        ("run.folder.check_resume", "saved", records.RunRecord),
+        ("run.results.load_frozen_plan", "run", records.RunRecord),
     ],
 )
 def test_record_handlers_name_their_record_types(func: str, param: str, expected: type) -> None:
@@ -163,9 +161,9 @@ def test_record_handlers_name_their_record_types(func: str, param: str, expected
     [
         *(c for c in vars(record).values() if dataclasses.is_dataclass(c)),
         *(c for c in vars(tables).values() if dataclasses.is_dataclass(c)),
-        *(c for c in vars(run_record).values() if dataclasses.is_dataclass(c)),
-        settings.RunOptions,
-        settings.Settings,
+        *(c for c in vars(records).values() if dataclasses.is_dataclass(c)),
+        options.RunOptions,
+        options.Settings,
         power.PowerModel,
         power.PowerStudy,
     ],

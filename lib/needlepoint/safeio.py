@@ -235,3 +235,9 @@ def shared_lock(path: str | os.PathLike[str]) -> Iterator[bool]:
         yield live
     finally:
         os.close(fd)
+
+
+def relative_path(target: str | os.PathLike[str], start: str | os.PathLike[str]) -> str:
+    """``target`` relative to the folder ``start``, with forward slashes: how records name
+    another folder, so that no machine path lands in them."""
+    return Path(os.path.relpath(Path(target).resolve(), Path(start).resolve())).as_posix()

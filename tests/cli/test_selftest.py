@@ -54,7 +54,7 @@ def test_the_scoring_checks_are_a_provider_imported_directly() -> None:
 
 
 def _answer_without_think_split(choice, completion):
-    from needlepoint.run.answers import Answer
+    from needlepoint.run.interpret import Answer
 
     message = choice.get("message") or {}
     content = choice.get("text") if completion else message.get("content")

@@ -17,8 +17,8 @@ from needlepoint.compare.record import MIXED_LABEL, from_json, read_comparison, 
 from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 
 BANNER = "SIMULATION — not a model result"
 

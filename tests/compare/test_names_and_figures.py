@@ -25,8 +25,8 @@ from needlepoint.compare.record import from_json, to_json
 from needlepoint.compare.summary import comparison_markdown
 from needlepoint.design.freeze import prepare
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 
 
 def _simulate(prepared: Path, run_dir: Path, **params: float) -> Path:

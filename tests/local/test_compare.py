@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.local import compare
 from needlepoint.local.compare_files import MARKER, Layout, evidence_folder
 from needlepoint.local.model import model_spec
-from needlepoint.run import session as run_session
+from needlepoint.run import runner as run_session
 from needlepoint.run.audit import audit_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,7 +168,7 @@ def test_without_a_date_the_labels_one_folder_is_resumed(tmp_path):
 
 
 def test_resume_refuses_other_weights_or_window():
-    record = {"extra": {"local_server": {"gguf": {"sha256": "aaa"}, "n_ctx": 4096}}}
+    record = SimpleNamespace(extra={"local_server": {"gguf": {"sha256": "aaa"}, "n_ctx": 4096}})
     compare.check_same_server(record, {"gguf": {"sha256": "aaa"}, "n_ctx": 4096})
     compare.check_same_server(None, {"gguf": {"sha256": "bbb"}, "n_ctx": 1})  # a new run
     with pytest.raises(NeedlepointError, match="GGUF sha256 'aaa'"):
@@ -180,7 +181,7 @@ def test_resume_refuses_a_busy_recorded_port():
     with LoopbackServer() as busy:
         port = int(busy.base_url.removesuffix("/v1").rsplit(":", 1)[1])
         with pytest.raises(NeedlepointError, match=f"port {port}"):
-            compare.resume_port({"base_url": f"http://127.0.0.1:{port}/v1"})
+            compare.resume_port(SimpleNamespace(base_url=f"http://127.0.0.1:{port}/v1"))
 
 
 # --- the whole command against loopback servers --------------------------------------------------

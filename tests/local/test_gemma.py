@@ -173,8 +173,8 @@ def test_completion_variant_runs_end_to_end(server, tmp_path, monkeypatch):
     from needlepoint.design.freeze import prepare
     from needlepoint.local.tokens import check_token_counts
     from needlepoint.run.audit import audit_run
-    from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
+    from needlepoint.run.runner import run_protocol
 
     # The committed copy-style design, small: v1's Chinese instructions and the default answer
     # cue make this base model start with a line feed, which the stop sequence turns into "".

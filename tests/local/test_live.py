@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from needlepoint.cli.app import main
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 
 
 def _one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -43,12 +46,14 @@ def test_a_resumed_local_run_is_served_on_its_recorded_port(tmp_path: Path) -> N
     from needlepoint.local.live import resume_port
 
     assert resume_port(tmp_path / "new") is None
-    (tmp_path / "run.json").write_text('{"base_url": "http://127.0.0.1:54079/v1"}')
-    assert resume_port(tmp_path) == 54079
-    (tmp_path / "run.json").write_text('{"base_url": "https://api.example.org/v1"}')
-    assert resume_port(tmp_path) is None
-    (tmp_path / "run.json").write_text('{"base_url": null, "simulation": true}')
-    assert resume_port(tmp_path) is None
+    committed = json.loads((EVIDENCE / "20261130-local-smollm2/run/run.json").read_text())
+    for base_url, port in (
+        ("http://127.0.0.1:54079/v1", 54079),
+        ("https://api.example.org/v1", None),
+        (None, None),
+    ):
+        (tmp_path / "run.json").write_text(json.dumps({**committed, "base_url": base_url}))
+        assert resume_port(tmp_path) == port
 
 
 def test_local_pilot_passes_the_record_check_and_the_token_check_apart(

@@ -52,8 +52,8 @@ def test_analyze_refuses_a_pilot_by_run_and_by_table(pilot_dir: Path, capsys) ->
 
 
 def test_a_main_run_is_not_read_as_a_pilot(tmp_path: Path) -> None:
-    from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
+    from needlepoint.run.runner import run_protocol
 
     prepared = prepare(tmp_path / "prep", design_file(tmp_path))
     run_protocol(
@@ -106,7 +106,7 @@ def test_an_edited_design_json_is_refused(pilot_dir: Path, tmp_path: Path) -> No
 
 def test_a_failing_check_before_the_run_sends_nothing(tmp_path: Path) -> None:
     from needlepoint.pilot.folder import run_pilot
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
 
     seen: list[Path] = []
 

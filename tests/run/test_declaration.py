@@ -19,8 +19,8 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
 from needlepoint.run.audit import audit_run
 from needlepoint.run.declaration import read_declaration
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 from needlepoint.schema import document_bytes
 from needlepoint.study.declare import declare
 

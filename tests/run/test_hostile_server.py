@@ -19,7 +19,7 @@ from support.runner import KEY_ENV, SENTINEL, live, of_type, server_for
 
 from needlepoint.design.freeze import prepare
 from needlepoint.run.audit import audit_run
-from needlepoint.run.journal_records import decode_body
+from needlepoint.run.records import decode_body
 from needlepoint.run.transport import MAX_BODY_BYTES
 
 # Peak Python memory allowed while one hostile answer is received and journalled: a few times
@@ -191,7 +191,7 @@ def test_an_answer_whose_body_breaks_the_reader_is_kept_with_its_status(
 ):
     """Whatever a body does to the reader once the status arrived, the outcome keeps the status
     and the bytes: never indeterminate_interrupted without them."""
-    from needlepoint.run import body as body_module
+    from needlepoint.run import transport as body_module
 
     def broken(self, raw, tick=None):
         for chunk in raw:

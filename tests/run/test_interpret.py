@@ -1,8 +1,15 @@
-"""Interpreting a body that arrived never raises, and its record can always be journalled."""
+"""Interpreting a body that arrived never raises, and its record can always be journalled; where
+the answer is: the think-block rule against a regular expression, and each field read.
+
+PROTOCOL.md: a *leading* ``<think>…</think>`` block (after blanks) is reasoning and never
+scored; an unclosed one is reasoning to the end. Hypothesis compares ``split_think`` with that
+sentence written as a regular expression, over strings built from the pieces that matter.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -10,8 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from needlepoint.jsonio import canonical_bytes
-from needlepoint.run.interpret import MAX_DEPTH, cost_of, parse_response
-from needlepoint.run.journal_records import decode_body, received_fields
+from needlepoint.run.interpret import (
+    MAX_DEPTH,
+    Answer,
+    answer_of,
+    cost_of,
+    parse_response,
+    reasoning_tokens,
+    split_think,
+)
+from needlepoint.run.records import decode_body, received_fields
 from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS, classify_safely
 
 KEY = {"expected": "OM-3642", "codes_present": ["OM-3642"], "near_codes": []}
@@ -229,3 +244,66 @@ def test_a_record_that_will_not_serialise_is_kept_in_a_safe_form() -> None:
     plain = record(body, error_detail="reset by peer")
     assert (plain["error_detail"], plain["body_encoding"]) == ("reset by peer", "utf-8")
     assert plain["usage"] == {"prompt_tokens": 5, "completion_tokens": 1}
+
+
+PIECES = st.sampled_from(
+    [" ", "\n", "\x00", "\u00a0", "<think>", "</think>", "<think", "a", "OM-3642"]
+)
+
+
+def by_regex(content: str) -> tuple[str, str]:
+    closed = re.fullmatch(r"[\x00-\x20]*(<think>.*?</think>)(.*)", content, re.DOTALL)
+    if closed:
+        return closed.group(1), closed.group(2)
+    unclosed = re.fullmatch(r"[\x00-\x20]*(<think>.*)", content, re.DOTALL)
+    return (unclosed.group(1), "") if unclosed else ("", content)
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=8).map("".join))
+def test_split_think_matches_its_definition(content: str) -> None:
+    assert split_think(content) == by_regex(content)
+
+
+def test_answer_of_a_chat_choice_reads_the_message() -> None:
+    choice = {
+        "finish_reason": "stop",
+        "message": {
+            "role": "assistant",
+            "content": " <think>hm</think>OM",
+            "reasoning_content": "r;",
+        },
+    }
+    assert answer_of(choice, completion=False) == Answer(
+        "stop", "assistant", choice["message"]["content"], "OM", "r;<think>hm</think>"
+    )
+
+
+def test_answer_of_a_completion_choice_reads_only_text() -> None:
+    choice = {
+        "finish_reason": "length",
+        "text": "OM",
+        "message": {"role": "assistant", "content": "x"},
+    }
+    assert answer_of(choice, completion=True) == Answer("length", None, "OM", "OM", "")
+
+
+@pytest.mark.parametrize(
+    ("message", "answer"),
+    [
+        ({"content": 7, "reasoning_content": "r"}, Answer(None, None, 7, None, "r")),
+        ({"content": "x", "reasoning_content": ["r"]}, Answer(None, None, "x", "x", "")),
+        ("not a message", Answer(None, None, None, None, "")),
+    ],
+)
+def test_odd_messages_read_as_far_as_they_go(message: object, answer: Answer) -> None:
+    assert answer_of({"message": message}, completion=False) == answer
+
+
+@pytest.mark.parametrize(
+    ("value", "tokens"), [(0, 0), (12, 12), (-1, None), (True, None), ("3", None), (2.0, None)]
+)
+def test_reasoning_tokens_are_a_non_negative_integer_or_unknown(
+    value: object, tokens: object
+) -> None:
+    assert reasoning_tokens({"completion_tokens_details": {"reasoning_tokens": value}}) == tokens

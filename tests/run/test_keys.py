@@ -48,7 +48,7 @@ FORMS = _forms(KEY)
 
 @pytest.mark.parametrize("name", sorted(FORMS))
 def test_the_scrubber_matches_every_spelling(name: str) -> None:
-    from needlepoint.run.redact import Scrubber
+    from needlepoint.run.transport import Scrubber
 
     scrub = Scrubber(KEY)
     text = f"before {FORMS[name]} after"

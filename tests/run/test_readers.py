@@ -69,7 +69,7 @@ def test_a_snapshot_while_the_runner_appends_is_consistent(
 ) -> None:
     """The runner appends a record (and its head) just as the reader reaches the end of the
     journal: the reader, whose head was read first, sees a consistent prefix."""
-    from needlepoint.run import journal_read
+    from needlepoint.run import journal as journal_read
     from needlepoint.run.folder import FolderLock
     from needlepoint.run.journal import Journal, read_chain
 

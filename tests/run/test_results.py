@@ -10,11 +10,11 @@ import pytest
 
 from needlepoint.cli import main
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes
-from needlepoint.run.journal import HEAD_NAME, JOURNAL_NAME, record_hash
-from needlepoint.run.loop import run_protocol
+from needlepoint.jsonio import canonical_bytes, sha256_hex
+from needlepoint.run.journal import HEAD_NAME, JOURNAL_NAME
+from needlepoint.run.options import RunOptions
 from needlepoint.run.results import RESULT_COLUMNS, load_run_results, write_results
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.runner import run_protocol
 
 FORMATS_COLUMNS = (
     "seq,block,pair,case,length,similarity,condition,order,request_sha256,status,kind,"
@@ -105,7 +105,7 @@ def rechain(run, records):
     for n, record in enumerate(records):
         record = {**record, "n": n, "prev": prev}
         out.append(canonical_bytes(record) + b"\n")
-        prev = record_hash(record)
+        prev = sha256_hex(canonical_bytes(record))
     (run / JOURNAL_NAME).write_bytes(b"".join(out))
     head = {"format": 1, "records": len(records), "sha256": prev}
     (run / HEAD_NAME).write_bytes(canonical_bytes(head) + b"\n")

@@ -13,10 +13,10 @@ import json
 import pytest
 
 from needlepoint.run import scoring
-from needlepoint.run.answers import split_think
-from needlepoint.run.interpret import parse_response
-from needlepoint.run.journal_records import REDACTED, encode_body
+from needlepoint.run.interpret import parse_response, split_think
+from needlepoint.run.records import encode_body
 from needlepoint.run.scoring import classify, java_trim, score_text
+from needlepoint.run.transport import REDACTED
 
 KEY = {"expected": "AB-1234", "near_codes": ["AB-1243"], "codes_present": ["AB-1243", "QQ-0001"]}
 

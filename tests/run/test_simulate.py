@@ -10,10 +10,10 @@ from support.runner import kinds, of_type
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.audit import audit_run
-from needlepoint.run.loop import run_protocol
+from needlepoint.run.options import RunOptions
 from needlepoint.run.results import derive
+from needlepoint.run.runner import run_protocol
 from needlepoint.run.scoring import PROTOCOL_FAILURE_KINDS
-from needlepoint.run.settings import RunOptions
 
 
 def sim(prepared, run, mode, allow=128, **kw):

@@ -18,9 +18,8 @@ from support.runner import KEY_ENV, MODEL, SENTINEL, of_type
 from needlepoint.cli.app import main
 from needlepoint.design.prepared import load_prepared
 from needlepoint.run.audit import audit_run
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.sweep import run_sweep
-from needlepoint.run.sweep_spec import read_sweep
+from needlepoint.run.runner import run_protocol
+from needlepoint.run.sweep import read_sweep, run_sweep
 
 
 def write_sweep(folder: Path, runs: list[dict[str, Any]], **top: Any) -> Path:
@@ -84,7 +83,7 @@ def test_each_run_is_byte_for_byte_the_single_run(folder: Path) -> None:
     # The same options through `run_protocol` alone give the same journal, byte for byte.
     for name, entry in zip("ab", read_sweep(path), strict=True):
         single = folder / "single" / name
-        run_protocol(folder / "prepared", single, entry.entry.options())
+        run_protocol(folder / "prepared", single, entry.entry.options)
         mine = folder / "runs" / name
         assert (mine / "journal.jsonl").read_bytes() == (single / "journal.jsonl").read_bytes()
         assert (mine / "run.json").read_bytes() == (single / "run.json").read_bytes()
@@ -222,7 +221,7 @@ def test_two_runs_may_not_share_a_name_or_a_folder(folder: Path, capsys) -> None
 
 
 def test_progress_reads_only_complete_journal_lines(tmp_path: Path) -> None:
-    from needlepoint.run.sweep_progress import JournalTail
+    from needlepoint.run.sweep import JournalTail
 
     path = tmp_path / "journal.jsonl"
     tail = JournalTail(path)

@@ -11,10 +11,9 @@ from support.fuzz import run_cli
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, sha256_hex
-from needlepoint.run.declaration import chain, read_declaration
-from needlepoint.run.declaration_lines import chain_lines, flagged
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.declaration import chain, chain_lines, flagged, read_declaration
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 from needlepoint.study.declare import declare
 
 PLAN = "# Plan\n\nThe preregistered rule, one run.\n"

@@ -17,8 +17,8 @@ from needlepoint.design.materials import generate_cases
 from needlepoint.design.prepared import load_prepared
 from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
 from needlepoint.pilot.heldout import RECORD_RULE, request_hashes
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 from needlepoint.study.fresh import designs_run, records_for
 
 

@@ -13,8 +13,8 @@ import pytest
 from support.fuzz import run_cli
 
 from needlepoint.design.freeze import prepare
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 from needlepoint.study.registry import agreement, collect
 from needlepoint.study.registry_lines import registry_lines
 from needlepoint.study.runs import read_entry

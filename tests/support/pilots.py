@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.pilot.folder import PilotRun, run_pilot
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 
 # Inside the band at both lengths, with a middle dip: a pilot of it calibrates to a design.
 IN_BAND = {"p_edge": 0.9, "p_middle": 0.8, "length_drop_per_100_records": 0.1}

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.design.prepared import load_prepared
-from needlepoint.run.loop import RunSummary, run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import RunSummary, run_protocol
 from support.loopback import LoopbackServer, answers_from
 
 SENTINEL = "sk-SENTINEL-7d1f0c9e5b2a4c68"

@@ -193,7 +193,7 @@ def test_files_that_are_not_constants_results_are_refused(tmp_path: Path) -> Non
 
 
 # Through the script itself, with the runs replaced by made-up verdicts.
-CORE = ["needlepoint.run.answers", "needlepoint.analysis.robustness"]
+CORE = ["needlepoint.run.interpret", "needlepoint.analysis.robustness"]
 
 
 @pytest.fixture
@@ -227,16 +227,16 @@ def test_the_script_writes_a_file_per_module_when_the_run_completes(
     assert script.main(CORE) == 1  # one survivor
     err = capsys.readouterr().err.splitlines()
     assert err[-2:] == [
-        "mutate: run.answers: killed 4 of 5 constant mutants (0 excused) "
-        "-> docs/mutation/constants/needlepoint.run.answers.json",
+        "mutate: run.interpret: killed 35 of 36 constant mutants (0 excused) "
+        "-> docs/mutation/constants/needlepoint.run.interpret.json",
         "mutate: analysis.robustness: killed 1 of 1 constant mutants (0 excused) "
         "-> docs/mutation/constants/needlepoint.analysis.robustness.json",
     ]
-    saved = json.loads((tmp_path / results.RESULTS / "needlepoint.run.answers.json").read_text())
+    saved = json.loads((tmp_path / results.RESULTS / "needlepoint.run.interpret.json").read_text())
     assert saved["counts"]["survived"] == 1 and saved["commit"] == COMMIT
     assert (
         saved["source_sha256"]
-        == hashlib.sha256((ROOT / "lib/needlepoint/run/answers.py").read_bytes()).hexdigest()
+        == hashlib.sha256((ROOT / "lib/needlepoint/run/interpret.py").read_bytes()).hexdigest()
     )
 
 
@@ -245,7 +245,7 @@ def test_an_interrupted_run_writes_no_file(
 ) -> None:
     fake_run["stop"] = True
     assert script.main(CORE) == 1
-    assert "mutate: stopped: 2 of 6 constant mutants checked (partial)" in capsys.readouterr().err
+    assert "mutate: stopped: 2 of 37 constant mutants checked (partial)" in capsys.readouterr().err
     assert not (tmp_path / "docs").exists()
 
 

@@ -143,7 +143,7 @@ def test_the_core_modules_exist_and_the_config_is_what_staging_expects() -> None
     table = run.mutmut_config()
     files = run.core_files(table)
     assert all(path.is_file() for path in files.values())
-    for module in ("jsonio", "run.scoring", "analysis.primary"):
+    for module in ("jsonio", "run.scoring", "run.runner", "analysis.primary"):
         assert f"needlepoint.{module}" in files
     selection = table["pytest_add_cli_args_test_selection"]
     # The top-level tests that read the package's source are left out by name; the others run.

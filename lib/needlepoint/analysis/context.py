@@ -120,11 +120,9 @@ def run_facts(
 ) -> tuple[RunContext, dict[int, int]]:
     """The context of a run folder and the session of each seq, from run.json and the journal."""
     from needlepoint.run.folder import read_run_record
-    from needlepoint.run.journal import read_chain
+    from needlepoint.run.journal import walk
 
     # Only what the context needs of each record, read as a stream: never the bodies.
-    records: list[dict[str, Any]] = []
-    slim = ("type", "time", "session", "seq")
-    read_chain(run_dir, lambda r, _: records.append({k: r[k] for k in slim if k in r}), keep=False)
+    records = walk(run_dir).state.timeline()
     base_url = read_run_record(run_dir).base_url
     return run_context(prepared, outcomes, records, base_url), sessions_by_seq(records)

@@ -214,9 +214,10 @@ def analyze_run(
 def declaration_record(run_dir: str | Path, out_dir: str | Path) -> list[str]:
     """A declared run's declaration chain for summary.md (paths as seen from ``out_dir``);
     nothing for a run started without one."""
-    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+    from needlepoint.run.declaration import run_chain_lines
+    from needlepoint.run.folder import recorded_declaration
 
-    if run_declaration(Path(run_dir)) is None:
+    if recorded_declaration(Path(run_dir)) is None:
         return []
     return run_chain_lines(Path(run_dir), Path(out_dir))
 

@@ -10,7 +10,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from needlepoint.run import limits
+from needlepoint.run import options as limits
 
 # Ranges shared by several commands.
 SECONDS = (limits.MIN_TIMEOUT_S, limits.MAX_SECONDS)

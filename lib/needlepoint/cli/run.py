@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from needlepoint.errors import NeedlepointError
 
 if TYPE_CHECKING:
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
 
 
 def _sim_params(pairs: list[str] | None) -> dict[str, float] | None:
@@ -33,7 +33,7 @@ def _sim_params(pairs: list[str] | None) -> dict[str, float] | None:
 
 def run_options(args: argparse.Namespace) -> RunOptions:
     """The run flags (``add_run_flags``) as one RunOptions; `run` and `pilot` share them."""
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
 
     return RunOptions(
         allow=args.allow,
@@ -55,7 +55,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from needlepoint.run.loop import run_protocol
+    from needlepoint.run.runner import run_protocol
 
     def say(line: str) -> None:  # the resume line, before anything is sent
         print(line, flush=True)
@@ -71,8 +71,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     import dataclasses
     from pathlib import Path
 
-    from needlepoint.run.sweep import run_sweep
-    from needlepoint.run.sweep_spec import read_sweep
+    from needlepoint.run.sweep import read_sweep, run_sweep
 
     planned = read_sweep(args.sweep)
     if args.declaration is not None:
@@ -204,8 +203,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a run: allowance, live endpoint or simulation, spacing, timeouts, money."""
     from needlepoint.cli import args as types
-    from needlepoint.run import limits
-    from needlepoint.run.settings import DEFAULT_TIMEOUT_S
+    from needlepoint.run import options as limits
+    from needlepoint.run.options import DEFAULT_TIMEOUT_S
 
     gap, rate = types.number(0, limits.MAX_SECONDS), types.number(0, limits.MAX_RATE)
     p.add_argument(

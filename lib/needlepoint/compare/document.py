@@ -138,11 +138,12 @@ def compare_runs(
 
 def declaration_record(run_dirs: Sequence[str | Path], out: Path) -> list[str]:
     """Each declared run's chain, paths shown from the comparison folder; [] when none is."""
-    from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+    from needlepoint.run.declaration import run_chain_lines
+    from needlepoint.run.folder import recorded_declaration
 
     lines: list[str] = []
     for run_dir in run_dirs:
-        if run_declaration(Path(run_dir)) is not None:
+        if recorded_declaration(Path(run_dir)) is not None:
             shown = relative(Path(run_dir), out)
             lines += [*run_chain_lines(Path(run_dir), out, shown=shown), ""]
     return lines[:-1]

@@ -15,8 +15,8 @@ from typing import Any
 from needlepoint.design.freeze import prepare
 from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.loop import run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
 
 
 def simulate_variants(

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from needlepoint.errors import NeedlepointError
@@ -33,6 +33,9 @@ from needlepoint.local.compare_files import (
     write_readme,
 )
 from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
+
+if TYPE_CHECKING:
+    from needlepoint.run.records import RunRecord
 
 DEFAULT_ENTRANTS = (Entrant("gemma3", "completion"), Entrant("smollm2", "chat"))
 # One window for both models, so that the served context is not one more difference between
@@ -139,27 +142,24 @@ def planned_count(prepared_dir: Path) -> int:
 
 def attempted(run_dir: Path) -> int:
     """How many planned requests the run folder's journal has attempted (0 for a new folder)."""
-    from needlepoint.run.journal import read_chain
-    from needlepoint.run.journal_records import JournalState
+    from needlepoint.run.folder import has_run_record
+    from needlepoint.run.journal import walk
 
-    if not (run_dir / "run.json").is_file():
-        return 0
-    read_chain(run_dir, (state := JournalState()).add, keep=False)
-    return len(state.attempts)
+    return len(walk(run_dir).state.attempts) if has_run_record(run_dir) else 0
 
 
-def recorded_run(run_dir: Path) -> dict[str, Any] | None:
+def recorded_run(run_dir: Path) -> RunRecord | None:
     """The run folder's run.json, or None before its first session."""
-    from needlepoint.jsonio import read_json
+    from needlepoint.run.folder import has_run_record, read_run_record
 
-    return read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else None
+    return read_run_record(run_dir) if has_run_record(run_dir) else None
 
 
-def resume_port(record: dict[str, Any] | None) -> int | None:
+def resume_port(record: RunRecord | None) -> int | None:
     """The port an unfinished run was sent to: a resume must use the same base URL."""
     if record is None:
         return None
-    port = urlsplit(str(record.get("base_url", ""))).port
+    port = urlsplit(record.base_url or "").port
     if port is None:
         raise NeedlepointError("run.json: base_url has no port; this run cannot be resumed here")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -175,11 +175,11 @@ def resume_port(record: dict[str, Any] | None) -> int | None:
     return port
 
 
-def check_same_server(record: dict[str, Any] | None, facts: dict[str, Any]) -> None:
+def check_same_server(record: RunRecord | None, facts: dict[str, Any]) -> None:
     """A resumed run must be answered by the same weights in the same window as it began."""
     if record is None:
         return
-    saved = (record.get("extra") or {}).get("local_server") or {}
+    saved = record.extra.get("local_server") or {}
     for name, was, now in (
         ("GGUF sha256", (saved.get("gguf") or {}).get("sha256"), facts["gguf"]["sha256"]),
         ("n_ctx", saved.get("n_ctx"), facts["n_ctx"]),
@@ -230,8 +230,8 @@ def run_live(
     declaration: str | Path | None = None,
 ) -> None:
     """Serve one model, check its token counts, and run (or resume) its variant completely."""
-    from needlepoint.run.loop import run_protocol
-    from needlepoint.run.settings import RunOptions
+    from needlepoint.run.options import RunOptions
+    from needlepoint.run.runner import run_protocol
 
     prepared, run_dir = layout.prepared(entrant), layout.run(entrant)
     record = recorded_run(run_dir)

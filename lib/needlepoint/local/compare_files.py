@@ -130,27 +130,21 @@ def check_marker(
 def journal_timing(run_dir: Path) -> dict[str, Any]:
     """From the journal: first request to last answer, and median seconds per request by length."""
     from needlepoint.design.prepared import load_prepared
-    from needlepoint.jsonio import read_json
-    from needlepoint.run.journal import read_chain
+    from needlepoint.run.folder import read_run_record
+    from needlepoint.run.journal import walk
 
-    prepared = load_prepared(run_dir / read_json(run_dir / "run.json")["prepared_dir"])
+    prepared = load_prepared(run_dir / read_run_record(run_dir).prepared_dir)
     lengths = {row.seq: row.length for row in prepared.plan}
-    times: list[str] = []
+    state = walk(run_dir).state  # one record at a time: bodies not kept
+    times = [t["time"] for t in state.timeline() if t["type"] in ("attempt", "outcome")]
     by_length: dict[int, list[float]] = {}
-    sessions = [0]
-
-    def visit(r: dict[str, Any], at: Any) -> None:  # one record at a time: bodies not kept
-        if r.get("type") in ("attempt", "outcome"):
-            times[len(times) > 0 :] = [r["time"]]  # [first, latest]
-        sessions[0] += r.get("type") == "session"
-        if r.get("type") == "outcome" and r.get("latency_s") is not None:
-            by_length.setdefault(lengths[r["seq"]], []).append(r["latency_s"])
-
-    read_chain(run_dir, visit, keep=False)
+    for o in state.outcomes.values():
+        if o.latency_s is not None:
+            by_length.setdefault(lengths[o.seq], []).append(o.latency_s)
     span = dt.datetime.fromisoformat(times[-1]) - dt.datetime.fromisoformat(times[0])
     return {
         "span_min": span.total_seconds() / 60,
-        "sessions": sessions[0],
+        "sessions": len(state.sessions),
         "median_s": {n: statistics.median(v) for n, v in sorted(by_length.items())},
     }
 

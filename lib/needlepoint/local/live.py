@@ -15,13 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from needlepoint.errors import NeedlepointError
 from needlepoint.local.pipeline import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY
 from needlepoint.pilot.folder import PilotRun, run_pilot
 from needlepoint.pilot.heldout import OnRecord
 from needlepoint.pilot.record import RUN_DIR
-from needlepoint.run.loop import RunSummary, run_protocol
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import RunSummary, run_protocol
 
 
 def resume_port(run_dir: Path) -> int | None:
@@ -32,18 +31,17 @@ def resume_port(run_dir: Path) -> int | None:
     """
     from urllib.parse import urlsplit
 
-    from needlepoint.jsonio import read_json
+    from needlepoint.run.folder import has_run_record, read_run_record
 
-    record = run_dir / "run.json"
-    if not record.is_file():
+    if not has_run_record(run_dir):
         return None
-    parts = urlsplit(str(read_json(record).get("base_url") or ""))
+    parts = urlsplit(read_run_record(run_dir).base_url or "")
     return parts.port if parts.hostname == "127.0.0.1" else None
 
 
 def check_before_serving(allow: int, timeout_s: float, progress: str) -> None:
     """Every run option a served model does not decide, checked before any server starts."""
-    from needlepoint.run.settings import check_options
+    from needlepoint.run.options import check_options
 
     os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
     check_options(
@@ -158,12 +156,9 @@ def run_local_pilot(
 def _check_declaration(declaration: str | None) -> None:
     """A bad declaration is refused before a server starts."""
     if declaration is not None:
-        from needlepoint.run.declaration import read_declaration
+        from needlepoint.run.declaration import read_for_run
 
-        if read_declaration(declaration).record.simulation:
-            raise NeedlepointError(
-                f"{declaration}: made on a simulated clock; a live run needs a real declaration"
-            )
+        read_for_run(declaration, live=True)
 
 
 def run_local(
@@ -178,8 +173,8 @@ def run_local(
     declaration: str | None = None,
 ) -> tuple[RunSummary, Any]:
     """Serve ``model`` and run (or resume) a prepared folder live; results.csv after it."""
+    from needlepoint.run.options import check_prepared
     from needlepoint.run.results import write_results
-    from needlepoint.run.settings import check_prepared
 
     check_before_serving(allow, timeout_s, progress)
     check_prepared(prepared_dir)  # verify and audit before a server starts

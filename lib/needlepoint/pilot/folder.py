@@ -38,9 +38,10 @@ from needlepoint.pilot.record import (
     read_pilot_record,
     write_pilot_record,
 )
-from needlepoint.run.loop import RunSummary, run_protocol
+from needlepoint.run.folder import has_run_record
+from needlepoint.run.options import RunOptions, check_options
 from needlepoint.run.results import write_results
-from needlepoint.run.settings import RunOptions, check_options
+from needlepoint.run.runner import RunSummary, run_protocol
 from needlepoint.schema import to_plain
 
 DESIGN_NAME = "design.json"
@@ -222,7 +223,7 @@ def run_pilot(
             before_run(out / PREPARED_DIR)
         summary = run_protocol(out / PREPARED_DIR, out / RUN_DIR, replace(options, run_meta=meta))
     except BaseException:
-        if not resumed and not (out / RUN_DIR / "run.json").exists():
+        if not resumed and not has_run_record(out / RUN_DIR):
             _remove_new(out, existed)  # refused before its first request: nothing to keep
         raise
     write_results(out / RUN_DIR)

@@ -16,7 +16,7 @@ from needlepoint.pilot.files import write_protocol, write_report
 from needlepoint.pilot.folder import read_design, run_pilot
 from needlepoint.pilot.heldout import OnRecord
 from needlepoint.pilot.record import read_pilot_record
-from needlepoint.run.settings import RunOptions
+from needlepoint.run.options import RunOptions
 
 CALIBRATED_NAME = "calibrated-protocol.json"
 REPORT_NAME = "calibration.json"

@@ -18,18 +18,17 @@ from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.prepared import frozen_model
 from needlepoint.design.profiles import body_profile
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import file_sha256
-from needlepoint.run.audit_declaration import check_declaration
+from needlepoint.run.declaration import check_declaration
 from needlepoint.run.folder import (
     CONTEXT_NAME,
     RUN_NAME,
     read_context_manifest,
     read_run_record,
+    run_record_sha256,
 )
-from needlepoint.run.journal import read_chain
-from needlepoint.run.journal_records import JournalState, decode_body
+from needlepoint.run.journal import JOURNAL_NAME, read_chain, walk
+from needlepoint.run.records import RunRecord, decode_body
 from needlepoint.run.results import RESULTS_NAME, Rows, differs_at, load_frozen_plan
-from needlepoint.run.run_record import RunRecord
 from needlepoint.run.scoring import PROTOCOL_FAILURE, classify_safely
 from needlepoint.safeio import open_read
 
@@ -184,16 +183,9 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     root = Path(run_dir)
     audit = RunAuditReport()
     run = read_run_record(root)
-    run_sha = file_sha256(root / RUN_NAME)
-    state = JournalState()
-    kept: list[dict[str, Any]] = []  # the first record and every session: few and small
-
-    def visit(record: dict[str, Any], at: Any) -> None:
-        state.add(record, at)
-        if not kept or record.get("type") == "session":
-            kept.append(record)
-
-    chain = read_chain(root, visit, keep=False)
+    run_sha = run_record_sha256(root)
+    walked = walk(root)
+    chain, state = walked.chain, walked.state
     audit.problems += chain.problems
     audit.warnings += chain.warnings
     audit.checked["journal records"] = chain.count
@@ -207,14 +199,14 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
         # Mistyped records cannot be judged by the rules; the problems above name them.
         audit.problems.append("journal: records do not follow the schema; rules not checked")
         return audit
-    walk = _Walk(audit, prepared, run_sha, root / "journal.jsonl")
-    again = read_chain(root, lambda record, at: walk.record(record), keep=False)
+    rules = _Walk(audit, prepared, run_sha, root / JOURNAL_NAME)
+    again = read_chain(root, lambda record, at: rules.record(record), keep=False)
     if again.head != chain.head and not chain.live:
-        audit.problems.append(f"{root / 'journal.jsonl'}: changed while it was audited")
-    if walk.pending is not None:
-        audit.warnings.append(f"seq {walk.pending} has no outcome yet (the runner died)")
+        audit.problems.append(f"{root / JOURNAL_NAME}: changed while it was audited")
+    if rules.pending is not None:
+        audit.warnings.append(f"seq {rules.pending} has no outcome yet (the runner died)")
     _check_context(root, state.sent, prepared.fingerprint, audit)
-    found = check_declaration(root, run, kept)
+    found = check_declaration(root, run, state)
     audit.problems += found.problems
     for name in found.passed:
         audit.count(name)
@@ -236,17 +228,12 @@ def _check_stale(root: Path, results: Path, plan: Any, simulation: bool, a: RunA
             stamp = fh.read().rstrip(b"\n")[-64:].decode("ascii")
     except (OSError, NeedlepointError, UnicodeDecodeError):
         stamp = ""
-    state, heads = JournalState(), []
-
-    def upto(record: dict[str, Any], at: Any) -> None:
-        if stamp not in heads:
-            state.add(record, at)
-            heads.append(at.sha256)
-
-    read_chain(root, upto, keep=False)
-    if stamp in heads and differs_at(results, Rows(root, plan, state, simulation, stamp)) is None:
+    earlier = walk(root, upto=stamp)
+    rows = Rows(root, plan, earlier.state, simulation, stamp)
+    if earlier.reached and differs_at(results, rows) is None:
         a.warnings.append(
-            f"{results}: derived when the journal had {len(heads)} records (stale, not edited); "
+            f"{results}: derived when the journal had {earlier.state.records} records (stale, "
+            "not edited); "
             f"rerun `needlepoint results {root}`"
         )
     else:
@@ -266,7 +253,7 @@ def _check_context(root: Path, attempts: Any, fingerprint: str, audit: RunAuditR
     audit.count("context manifest")
     if manifest.get("prepared_manifest_sha256") != fingerprint:
         audit.problems.append(f"{path}: prepared_manifest_sha256 differs from the run's")
-    sent = [(r["seq"], r["request_sha256"]) for r in attempts]
+    sent = [(r.seq, r.request_sha256) for r in attempts]
     listed = [(e.get("seq"), e.get("request_sha256")) for e in manifest.get("sent", [])]
     if listed != sent[: len(listed)]:
         audit.problems.append(f"{path}: its sent list differs from the journal's attempts")

@@ -1,21 +1,27 @@
-"""The declaration record: a plan's text, its time, and what results existed when it was written.
+"""A run's declaration, in the one place it is checked: the record `needlepoint declare` writes
+(a plan's text, its time and what results existed then), a run bound to it, the audit that the
+run proves the declaration came first, and its chain as a reader sees it.
 
-`needlepoint declare` (``needlepoint.study.declare``) writes it; this module reads it, so that the
-runner can bind a run to it (its SHA-256 in run.json and in the journal's first record, before
-the first request) and `audit-run`, `analyze` and `compare` can check and show it without
-importing the study package. docs/schema.md states every field.
+The runner records the file's SHA-256 in run.json and in the journal's first record, before the
+first request. The audit checks that the file still has it, that every session carries it, that
+the declaration does not already list this run's journal, and, for a live run, that it was made
+before the run's first session. An amendment made after outcomes it governs (outcomes under an
+earlier declaration of its chain) is flagged. docs/schema.md states every field.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, sha256_hex
 from needlepoint.run.clock import parse_iso_utc
+from needlepoint.run.folder import recorded_declaration
+from needlepoint.run.journal import JOURNAL_NAME, JournalState
+from needlepoint.run.records import RunRecord, SessionRecord
+from needlepoint.safeio import relative_path
 from needlepoint.schema import read_versioned
 
 DECLARATION_FORMAT = "needlepoint-declaration"
@@ -92,14 +98,6 @@ class DeclarationRecord:
 
 
 @dataclass(frozen=True)
-class DeclarationRef:
-    """run.json's ``declaration``: the file, relative to the run folder, and its SHA-256."""
-
-    path: str
-    sha256: str
-
-
-@dataclass(frozen=True)
 class Declared:
     """A declaration file read and checked: where it is, its SHA-256 and its record."""
 
@@ -118,6 +116,18 @@ def read_declaration(path: str | Path) -> Declared:
     )
     _check(record, str(p))
     return Declared(p, file_sha256(p), record)
+
+
+def read_for_run(path: str | Path, *, live: bool) -> Declared:
+    """A declaration a run may be started under: readable, and, for a live run, made on a real
+    clock (a simulated clock proves no order in time). Checked before anything is written."""
+    declared = read_declaration(path)
+    if live and declared.record.simulation:
+        raise NeedlepointError(
+            f"{path}: made on a simulated clock, so it proves no order in time; "
+            "a live run needs a declaration made with `needlepoint declare`"
+        )
+    return declared
 
 
 def _check(r: DeclarationRecord, where: str) -> None:
@@ -165,12 +175,6 @@ def _check(r: DeclarationRecord, where: str) -> None:
         digest(f"analyses[{i}].journal_sha256", a.journal_sha256)
 
 
-def reference(declared: Declared, run_dir: Path) -> DeclarationRef:
-    """run.json's reference to a declaration: its path as seen from the run folder."""
-    rel = os.path.relpath(declared.path.resolve(), Path(run_dir).resolve())
-    return DeclarationRef(Path(rel).as_posix(), declared.sha256)
-
-
 def chain(start: str | Path) -> list[Declared]:
     """The declaration at ``start`` and every one it amends, oldest first, each hash checked."""
     out: list[Declared] = []
@@ -198,3 +202,182 @@ def chain(start: str | Path) -> list[Declared]:
                 f"{nxt.sha256[:12]}, not the {amends.sha256[:12]} it cites (changed since)"
             )
         current = nxt
+
+
+@dataclass
+class DeclarationFindings:
+    """What the declaration checks found: problems, and the checks that passed (by name)."""
+
+    problems: list[str] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+
+    def count(self, name: str) -> None:
+        self.passed.append(name)
+
+
+def check_declaration(root: Path, run: RunRecord, journal: JournalState) -> DeclarationFindings:
+    """Every declaration check of one run folder; nothing to find without a declaration."""
+    audit = DeclarationFindings()
+    ref = run.declaration
+    sessions = journal.sessions
+    if ref is None:
+        stray = [n for n, s in sessions.items() if s.declaration_sha256 is not None]
+        if stray:
+            audit.problems.append(
+                f"{root / JOURNAL_NAME}:{stray[0] + 1}: a session cites a declaration that "
+                "run.json does not record"
+            )
+        return audit
+    path = root / JOURNAL_NAME
+    first = sessions.get(0)
+    if journal.records and (first is None or first.declaration_sha256 != ref.sha256):
+        audit.problems.append(
+            f"{path}:1: the first record does not carry the declaration's SHA-256 "
+            f"{ref.sha256[:12]} that run.json records"
+        )
+    else:
+        audit.count("declaration in the first record")
+    for n, r in list(sessions.items())[1:]:
+        if r.declaration_sha256 != ref.sha256:
+            audit.problems.append(
+                f"{path}:{n + 1}: session {r.session} cites another declaration than run.json"
+            )
+    path = root / ref.path
+    where = f"declaration {ref.path}"
+    try:
+        actual = file_sha256(path)
+    except (OSError, ValueError, NeedlepointError):
+        audit.problems.append(f"{where}: missing (run.json records SHA-256 {ref.sha256[:12]})")
+        return audit
+    if actual != ref.sha256:
+        audit.problems.append(
+            f"{where}: SHA-256 {actual[:12]} differs from the {ref.sha256[:12]} that run.json "
+            "and the journal recorded when the run began (the declaration was changed since)"
+        )
+        return audit
+    try:
+        declared = read_declaration(path)
+    except NeedlepointError as exc:
+        audit.problems.append(f"{where}: unreadable: {exc}")
+        return audit
+    audit.count("declaration sha256")
+    _check_order(root, declared, list(sessions.values()), audit, where, run.simulation)
+    return audit
+
+
+def _check_order(
+    root: Path,
+    declared: Declared,
+    sessions: list[SessionRecord],
+    audit: DeclarationFindings,
+    where: str,
+    sim: bool,
+) -> None:
+    """The declaration must not know this run's journal, and (live) must be older than it."""
+    record = declared.record
+    here = root.resolve()
+    evidence_root = declared.path.parent / record.root
+    for head in record.heads:
+        if (evidence_root / head.path).resolve() == here and head.records:
+            audit.problems.append(
+                f"{where}: lists this run's journal with {head.records} records: it was "
+                "written after the run began"
+            )
+    if record.simulation and not sim:
+        audit.problems.append(f"{where}: made on a simulated clock, but this run is live")
+        return
+    if sim or not sessions:
+        return  # a simulated clock proves no order in time
+    first = sessions[0].time
+    if parse_iso_utc(record.time) > parse_iso_utc(first):
+        audit.problems.append(
+            f"{where}: made at {record.time}, after the run's first session at {first}"
+        )
+    else:
+        audit.count("declaration before the first session")
+
+
+def flagged(entries: list[Declared]) -> dict[str, list[JournalHead]]:
+    """Amendments made after outcomes they govern: SHA-256 -> the journals that had outcomes.
+
+    ``entries`` is a chain, oldest first; an amendment governs what the declarations before it
+    governed, so an outcome recorded under one of them is an outcome the amender could see.
+    """
+    out: dict[str, list[JournalHead]] = {}
+    for i, entry in enumerate(entries):
+        if entry.record.amends is None:
+            continue
+        governed = entry.record.outcomes_governed({e.sha256 for e in entries[:i]})
+        if governed:
+            out[entry.sha256] = governed
+    return out
+
+
+def _shown(path: Path, base: Path) -> str:
+    try:
+        return relative_path(path, base)
+    except ValueError:  # another drive: no relative path exists
+        return path.name
+
+
+def chain_lines(entries: list[Declared], base: Path, cited: str | None = None) -> list[str]:
+    """The chain as Markdown list items, oldest first, each with its time and what it cites.
+
+    Paths are shown relative to ``base`` (a run or an output folder), so the lines carry no
+    machine path; ``cited`` marks the declaration a run was started under.
+    """
+    flags = flagged(entries)
+    lines = []
+    for entry in entries:
+        r = entry.record
+        what = "amendment" if r.amends else "declaration"
+        clock = " (simulated clock: the time proves nothing)" if r.simulation else ""
+        outcomes = sum(h.outcomes for h in r.heads)
+        line = (
+            f"- {what} `{_shown(entry.path, base)}` (sha256 `{entry.sha256[:12]}…`), made "
+            f"{r.time}{clock}: plan `{r.plan.file}` (sha256 `{r.plan.sha256[:12]}…`); on record "
+            f"then: {len(r.heads)} journal(s) with {outcomes} outcome(s), "
+            f"{len(r.analyses)} analysis(es)"
+        )
+        if r.amends:
+            line += f"; amends `{r.amends.sha256[:12]}…` (made {r.amends.time})"
+        if entry.sha256 in flags:
+            seen = ", ".join(f"`{h.path}` {h.outcomes}" for h in flags[entry.sha256])
+            line += (
+                "; **FLAG: made after outcomes it governs** (outcomes under the declaration it "
+                f"amends: {seen})"
+            )
+        if entry.sha256 == cited:
+            line += "; **the run was started under this one**"
+        lines.append(line)
+    return lines
+
+
+def run_chain_lines(
+    run_dir: Path, base: Path, later: list[Declared] | None = None, shown: str | None = None
+) -> list[str]:
+    """A run's declaration chain as Markdown lines (none when it was started without one).
+
+    ``later`` adds amendments found elsewhere (the study record searches the evidence root for
+    them); the run's own chain is followed back from the file run.json names, whose SHA-256 must
+    still be the one recorded.
+    """
+    ref = recorded_declaration(run_dir)
+    name = shown or Path(run_dir).name
+    if ref is None:
+        return [f"`{name}` was started without a declaration."]
+    head = f"Declaration chain of `{name}` (oldest first):"
+    path = Path(run_dir) / ref.path
+    try:
+        entries = chain(path)
+    except NeedlepointError as exc:
+        return [head, f"- `{ref.path}` (sha256 `{ref.sha256[:12]}…`): cannot be read: {exc}"]
+    if entries[-1].sha256 != ref.sha256:
+        return [
+            head,
+            f"- `{_shown(path, base)}`: **PROBLEM**: SHA-256 `{entries[-1].sha256[:12]}…` "
+            f"differs from the `{ref.sha256[:12]}…` the run recorded (changed since)",
+        ]
+    known = {e.sha256 for e in entries}
+    entries += [e for e in later or [] if e.sha256 not in known]
+    return [head, *chain_lines(entries, base, cited=ref.sha256)]

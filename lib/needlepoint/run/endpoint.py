@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.settings import check_key_env_name, is_loopback, read_key
+from needlepoint.run.options import check_key_env_name, is_loopback, read_key
 
 MODELS_PATH = "/models"
 # A model list is small; a larger answer is not one.

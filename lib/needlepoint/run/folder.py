@@ -1,8 +1,12 @@
-"""The run folder's fixed records: ``run.json`` (what this run is) and ``context_manifest.json``
-(what was put in front of the model), plus the folder lock that prevents two runners at once.
+"""The run folder's fixed records: ``run.json`` (what this run is), ``context_manifest.json``
+(what was put in front of the model) and ``provenance.jsonl`` (which code ran each session),
+plus the folder lock that prevents two runners at once.
 
 run.json is written once, when the folder is created; every later session is described in the
-journal, whose session records carry run.json's SHA-256.
+journal, whose session records carry run.json's SHA-256. This is the one module that names
+run.json: every other reads it through ``read_run_record`` and the readers beside it.
+Provenance is kept out of run.json so that a simulated run's journal hash depends on the run
+alone; ``evidence-diff`` skips it (wall-clock times, commits, load).
 """
 
 from __future__ import annotations
@@ -10,34 +14,35 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from needlepoint import __version__
-from needlepoint.design.identity import design_fingerprint
-from needlepoint.design.profiles import body_profile
+from needlepoint.design.prepared import Prepared
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
-from needlepoint.run.declaration import reference
-from needlepoint.run.folder_schema import CONTEXT_FORMAT, check_context_manifest, not_a_run_folder
-from needlepoint.run.run_record import (
-    RUN_FORMAT,
-    RUN_KIND,
-    CostRecord,
-    RunRecord,
-    SimulationRecord,
+from needlepoint.jsonio import (
+    MAX_JSON_FILE_BYTES,
+    canonical_bytes,
+    file_sha256,
+    read_json,
+    sha256_hex,
+    write_bytes_atomic,
 )
-from needlepoint.safeio import open_record
+from needlepoint.run.journal import JOURNAL_NAME, LOCK_NAME, Journal, walk
+from needlepoint.run.records import (
+    CONTEXT_FORMAT,
+    RUN_FORMAT,
+    DeclarationRef,
+    RunRecord,
+    check_context_manifest,
+)
+from needlepoint.safeio import append_bytes, open_record, read_limited, relative_path
 from needlepoint.schema import from_plain, to_plain
-
-if TYPE_CHECKING:
-    from needlepoint.run.journal_records import JournalState
-    from needlepoint.run.settings import Settings
 
 RUN_NAME = "run.json"
 CONTEXT_NAME = "context_manifest.json"
-LOCK_NAME = ".lock"
 # Fields that must not change when a run folder is resumed: otherwise two runs would be pooled.
 # A run's declaration is part of what it is: a resume must name the same one.
 RESUME_FIXED = (
@@ -61,19 +66,43 @@ def write_run_record(run_dir: Path, record: RunRecord) -> str:
     return file_sha256(run_dir / RUN_NAME)
 
 
+def run_record_sha256(run_dir: Path) -> str:
+    """The SHA-256 of run.json as it is on disk: what every session record carries."""
+    return sha256_hex(read_limited(run_dir / RUN_NAME, MAX_JSON_FILE_BYTES, follow=False))
+
+
 def read_run_record(run_dir: Path) -> RunRecord:
     """Load run.json, refusing an unknown format and any field that is missing or malformed."""
     path = run_dir / RUN_NAME
     if not os.path.lexists(path):
         not_a_run_folder(Path(run_dir))
-    value = read_json(path, follow=False)
+    return parse_run_record(read_json(path, follow=False), str(path))
+
+
+def parse_run_record(value: Any, where: str) -> RunRecord:
+    """run.json's JSON value as its record (``where`` names the file, even one in a git commit),
+    refusing an unknown format and any field that is missing or malformed."""
     if not isinstance(value, dict) or value.get("format") != RUN_FORMAT:
-        raise NeedlepointError(f"{path}: field format: expected {RUN_FORMAT}")
+        raise NeedlepointError(f"{where}: field format: expected {RUN_FORMAT}")
     try:
         record: RunRecord = from_plain(RunRecord, value, "")
     except NeedlepointError as exc:
-        raise NeedlepointError(f"{path}: field {exc}") from None
+        raise NeedlepointError(f"{where}: field {exc}") from None
     return record
+
+
+def has_run_record(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a run.json: a run folder, new ones included once created."""
+    return (Path(run_dir) / RUN_NAME).is_file()
+
+
+def recorded_declaration(run_dir: Path) -> DeclarationRef | None:
+    """The declaration run.json says the run was started under; None without one, or when
+    run.json cannot be read (``audit-run`` is where a damaged run.json is reported)."""
+    try:
+        return read_run_record(Path(run_dir)).declaration
+    except (NeedlepointError, OSError):
+        return None
 
 
 def read_context_manifest(run_dir: Path) -> dict[str, Any]:
@@ -97,17 +126,12 @@ def check_resume(run_dir: Path, saved: RunRecord, wanted: RunRecord) -> None:
 
 def check_not_rewound(run_dir: Path) -> None:
     """Refuse to resume a folder whose journal lost records: that would grant fresh budget."""
-    from needlepoint.run.journal import JOURNAL_NAME, read_chain
-    from needlepoint.run.journal_records import JournalState
-
     if not os.path.lexists(run_dir / JOURNAL_NAME):
         raise NeedlepointError(f"{run_dir / JOURNAL_NAME}: missing although run.json exists")
     path = run_dir / CONTEXT_NAME
     if os.path.lexists(path):
         listed = len(read_context_manifest(run_dir)["sent"])
-        state = JournalState()
-        read_chain(run_dir, state.add, keep=False, owner=True)
-        sent = state.attempt_count
+        sent = walk(run_dir, owner=True).state.attempt_count
         if listed > sent:
             raise NeedlepointError(
                 f"{path}: lists {listed} requests sent, the journal only {sent}: "
@@ -115,78 +139,18 @@ def check_not_rewound(run_dir: Path) -> None:
             )
 
 
-def context_manifest(
-    prepared_root: Path,
-    prepared_fingerprint: str,
-    prepared_files: dict[str, str],
-    state: JournalState,
-    count: int,
-    head: str,
-) -> dict[str, Any]:
+def write_context_manifest(run_dir: Path, prepared: Prepared, journal: Journal) -> None:
     """What was in front of the model: the prepared folder's manifest hash and each body sent."""
-    return {
+    manifest = {
         "format": CONTEXT_FORMAT,
-        "prepared_dir": str(prepared_root),
-        "prepared_manifest_sha256": prepared_fingerprint,
-        "prepared_files": dict(sorted(prepared_files.items())),
-        "sent": [dict(entry) for entry in state.sent],
-        "journal_records": count,
-        "journal_sha256": head,
+        "prepared_dir": relative_path(prepared.root, run_dir),
+        "prepared_manifest_sha256": prepared.fingerprint,
+        "prepared_files": dict(sorted(prepared.manifest.get("files", {}).items())),
+        "sent": [attempt.sent() for attempt in journal.state.sent],
+        "journal_records": journal.count,
+        "journal_sha256": journal.head,
     }
-
-
-def write_context_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     write_bytes_atomic(run_dir / CONTEXT_NAME, json_bytes(manifest))
-
-
-def relative_prepared(prepared_root: Path, run_dir: Path) -> str:
-    """The prepared folder as seen from the run folder, so evidence carries no machine path."""
-    return Path(os.path.relpath(prepared_root.resolve(), run_dir.resolve())).as_posix()
-
-
-def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
-    """The run.json record for checked settings ``s``.
-
-    Provenance that changes with every commit (git, interpreter, packages) goes to
-    provenance.jsonl instead, so a simulated run's journal hash stays a pure function of the run.
-    """
-    p = s.prepared
-    sim = None
-    if s.simulate is not None:
-        from needlepoint.run.simulate import FAULT_CYCLE
-
-        sim = SimulationRecord(
-            mode=s.simulate,
-            params=s.sim_params,
-            fault_cycle=FAULT_CYCLE if s.simulate == "faulty" else None,
-        )
-    return RunRecord(
-        format=RUN_FORMAT,
-        kind=RUN_KIND,
-        created=created,
-        simulation=s.simulation,
-        simulate=sim,
-        prepared_dir=relative_prepared(p.root, run_dir),
-        prepared_fingerprint=p.fingerprint,
-        protocol_id=p.protocol.get("protocol_id"),
-        protocol_version=p.protocol.get("version"),
-        model=s.model,
-        base_url=s.base_url,
-        api_key_env=s.api_key_env,
-        allow=s.allow,
-        min_gap_s=s.min_gap_s,
-        protocol_min_gap_s=s.protocol_min_gap_s,
-        override_reason=s.override_reason,
-        timeout_s=s.timeout_s,
-        deadline_s=s.deadline_s,
-        cost=CostRecord(input_rate=s.input_rate, output_rate=s.output_rate, cap=s.cost_cap),
-        package_version=__version__,
-        extra=dict(s.run_meta),
-        design_fingerprint=design_fingerprint(p.protocol),
-        body_profile=body_profile(p.protocol),
-        allow_insecure_http=True if s.allow_insecure_http else None,
-        declaration=None if s.declaration is None else reference(s.declaration, run_dir),
-    )
 
 
 # How long a runner waits for readers that hold the folder lock shared.
@@ -241,3 +205,84 @@ class FolderLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def not_a_run_folder(folder: Path) -> None:
+    """Name the folder given where a run folder was expected, when it is another kind."""
+    if (folder / "plan.csv").is_file() and (folder / "manifest.json").is_file():
+        raise NeedlepointError(
+            f"{folder}: is a prepared folder (plan.csv, manifest.json; no run.json), not a run "
+            f"folder: this command takes the run folder that `needlepoint run {folder} "
+            "--run-dir RUNDIR ...` writes"
+        )
+    if (folder / "pilot.json").is_file() and (folder / "run" / "run.json").is_file():
+        raise NeedlepointError(
+            f"{folder}: is a pilot folder, not a run folder; its run is {folder / 'run'}"
+        )
+
+
+PROVENANCE_NAME = "provenance.jsonl"
+
+
+def git_commit() -> dict[str, Any] | None:
+    """The commit of the package source, when it runs from a git checkout; None otherwise."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": head, "package_source_modified": bool(dirty)}
+
+
+def machine_load() -> dict[str, Any]:
+    """The machine's load when a session starts or ends: a busy machine stretches every request
+    (a shared 2-core machine once took 10 s requests to over 100 s), so a reader of the
+    latencies must know it. ``load_average``: 1, 5 and 15 minutes; None where unknown."""
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {"load_average": load, "cpus": os.cpu_count()}
+
+
+def append_provenance(run_dir: Path, time_iso: str, end: bool = False) -> None:
+    """Record, per session, which code and environment ran (commit, interpreter, packages) and
+    the machine's load; ``end``: one more line when the session ends, with the load then."""
+    if end:
+        line = {"format": 1, "event": "session_end", "time": time_iso, **machine_load()}
+        append_bytes(run_dir / PROVENANCE_NAME, canonical_bytes(line) + b"\n")
+        return
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    packages = {}
+    for name in ("httpx", "numpy", "scipy", "pandas", "matplotlib", "papermill", "tqdm"):
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = None
+    line = {
+        "format": 1,
+        "time": time_iso,
+        "package_version": __version__,
+        "git": git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.system(),
+        "packages": packages,
+        "event": "session_start",
+        **machine_load(),
+    }
+    append_bytes(run_dir / PROVENANCE_NAME, canonical_bytes(line) + b"\n")

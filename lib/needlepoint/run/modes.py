@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.settings import DEFAULT_TIMEOUT_S, RunOptions
+from needlepoint.run.options import DEFAULT_TIMEOUT_S, RunOptions
 
 TRANSPORTS = ("simulate", "live")
 
@@ -46,7 +46,7 @@ def run_step(
     server's facts) is stored in run.json; options left at ``None`` keep their defaults.
     ``declaration``: the declaration file the run is started under.
     """
-    from needlepoint.run.loop import run_protocol
+    from needlepoint.run.runner import run_protocol
 
     if transport not in TRANSPORTS:
         raise NeedlepointError(

@@ -15,10 +15,9 @@ from typing import Any
 from needlepoint.design.prepared import PLAN_COLUMNS
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
-from needlepoint.run.folder import read_run_record
-from needlepoint.run.journal import read_chain, read_line
-from needlepoint.run.journal_records import JournalState, OutcomeSummary
-from needlepoint.run.run_record import RunRecord
+from needlepoint.run.folder import RUN_NAME, read_run_record
+from needlepoint.run.journal import JournalState, read_line, walk
+from needlepoint.run.records import OutcomeSummary, RunRecord
 from needlepoint.safeio import open_read, write_chunks_atomic
 
 RESULTS_NAME = "results.csv"
@@ -152,7 +151,7 @@ def load_frozen_plan(run_dir: Path, run: RunRecord, prepared_dir: str | Path | N
     prepared = load_prepared(root)
     if prepared.fingerprint != run.prepared_fingerprint:
         raise NeedlepointError(
-            f"{root}: manifest fingerprint differs from {run_dir / 'run.json'}: "
+            f"{root}: manifest fingerprint differs from {run_dir / RUN_NAME}: "
             "not the prepared folder this run used"
         )
     for name, sha in sorted(prepared.manifest.get("files", {}).items()):
@@ -165,13 +164,11 @@ def derive(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunRe
     """Re-derive a run's rows from its journal, refusing a broken chain."""
     root = Path(run_dir)
     run = read_run_record(root)
-    state = JournalState()
-    chain = read_chain(root, state.add, keep=False)
-    if not chain.ok:
-        raise NeedlepointError(f"journal chain broken: {chain.problems[0]}")
+    walked = walk(root).checked()
+    head = walked.chain.head
     prepared = load_frozen_plan(root, run, prepared_dir)
-    rows = Rows(root, prepared.plan, state, run.simulation, chain.head)
-    return RunResults(rows, run.simulation, chain.head, prepared.fingerprint, prepared.root)
+    rows = Rows(root, prepared.plan, walked.state, run.simulation, head)
+    return RunResults(rows, run.simulation, head, prepared.fingerprint, prepared.root)
 
 
 def write_results(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunResults:
@@ -230,32 +227,21 @@ def journal_summary(run_dir: str | Path) -> list[str]:
     import statistics
     from collections import Counter
 
-    out: list[str] = []
-    kinds: Counter[str] = Counter()
-    gaps, latencies = [], []
-    state = JournalState()
-
-    def visit(r: dict[str, Any], at: Any) -> None:
-        state.add(r)  # an outcome's place in the file is for reading its text later: not here
-        if r["type"] == "session":
-            reason = f", override: {r['override_reason']}" if r.get("override_reason") else ""
-            out.append(
-                f"session {r['session']} at {r['time']}: allow {r['allow']}, "
-                f"min gap {r['min_gap_s']:g} s{reason}"
-            )
-        elif r["type"] == "stop":
-            out.append(f"  stopped at {r['time']}: {r['reason']}: {r['detail']}")
-        elif r["type"] == "attempt" and r.get("gap_s") is not None:
-            gaps.append(r["gap_s"])
-        elif r["type"] == "outcome":
-            c = r["classification"]
-            kinds[c["status"] + (f" ({c['kind']})" if c["kind"] else "")] += 1
-            if r.get("latency_s") is not None:
-                latencies.append(r["latency_s"])
-
-    chain = read_chain(run_dir, visit, keep=False)
-    if not chain.ok:
-        raise NeedlepointError(f"journal chain broken: {chain.problems[0]}")
+    walked = walk(run_dir).checked()
+    state = walked.state
+    said: dict[int, str] = {}
+    for n, r in state.sessions.items():
+        reason = f", override: {r.override_reason}" if r.override_reason else ""
+        said[n] = (
+            f"session {r.session} at {r.time}: allow {r.allow}, min gap {r.min_gap_s:g} s{reason}"
+        )
+    for n, stop in state.stops.items():
+        said[n] = f"  stopped at {stop.time}: {stop.reason}: {stop.detail}"
+    out = [said[n] for n in sorted(said)]
+    gaps = [a.gap_s for a in state.sent if a.gap_s is not None]
+    outcomes = state.outcomes.values()
+    kinds = Counter(o.status + (f" ({o.kind})" if o.kind else "") for o in outcomes)
+    latencies = [o.latency_s for o in outcomes if o.latency_s is not None]
     out.append(f"attempts {state.attempt_count}, outcomes {len(state.outcomes)}")
     out += [f"  {k}: {v}" for k, v in sorted(kinds.items())]
     if gaps:
@@ -264,5 +250,5 @@ def journal_summary(run_dir: str | Path) -> list[str]:
         out.append(f"latency: median {statistics.median(latencies):g} s")
     unknown = len(state.unknown_cost)
     out.append(f"cost: {state.spent:.6f} known" + (f", {unknown} unknown" if unknown else ""))
-    out.append(f"journal sha256 {chain.head}")
+    out.append(f"journal sha256 {walked.chain.head}")
     return out

@@ -14,8 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from needlepoint.jsonio import canonical_bytes
-from needlepoint.run.answers import answer_of
-from needlepoint.run.interpret import BODY_FAILURE_KINDS, UNINTERPRETABLE, parse_response
+from needlepoint.run.interpret import (
+    BODY_FAILURE_KINDS,
+    UNINTERPRETABLE,
+    answer_of,
+    parse_response,
+)
 
 # Java's String.trim() removes every char <= U+0020 from both ends and nothing else.
 _JAVA_TRIM_CHARS = "".join(chr(c) for c in range(0x21))

@@ -1,25 +1,245 @@
-"""One HTTP client for the whole run: no retries anywhere, explicit timeouts, a hard deadline.
+"""One HTTP client for the whole run: no retries, explicit timeouts, a hard deadline, a bounded
+body, and the key kept out of everything it brings back.
 
 httpx's timeouts apply to each socket operation, so a server that trickles one byte at a time
-could hold a request open forever. A watchdog thread therefore shuts the socket down when the
-per-request deadline passes; that outcome is recorded as indeterminate, because the server may
-have executed the request. Keep-alive is off: every request gets a fresh connection, so a stale
-pooled connection can never turn into a silent resend or a spurious "dropped".
+could hold a request open forever: a watchdog thread shuts the socket down at the deadline, and
+the outcome is indeterminate (the server may have executed the request). Keep-alive is off, so a
+stale pooled connection never becomes a silent resend. httpx would inflate ``gzip, gzip`` whole
+in memory; the body is decoded here stage by stage, at most ``PIECE`` bytes per call, and
+reading stops at the limit, so memory is bounded by the limit, not by the compression ratio.
+``Scrubber`` finds the key in any spelling a server may echo (JSON, percent, HTML escapes,
+base64 at every alignment) in bodies, before they are classified, headers and error details.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import functools
+import re
+import socket
 import ssl
+import threading
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from needlepoint.jsonio import sha256_hex
-from needlepoint.run.body import ACCEPT_ENCODING, BodyError, BodyReader
-from needlepoint.run.watchdog import MonotonicClock, Watchdog
 
 if TYPE_CHECKING:
     import httpx
+
+
+# The largest piece a decoding stage hands on at once.
+PIECE = 64 * 1024
+# What this runner asks for, stated so that no optional package (brotli, zstandard) changes it.
+ACCEPT_ENCODING = "gzip, deflate"
+_GZIP = zlib.MAX_WBITS | 16
+_IDENTITY = ("", "identity")
+_KNOWN = ("gzip", "x-gzip", "deflate", *_IDENTITY)
+# The most codings undone on one body (urllib3 allows as many). Each is one generator stage:
+# 990 stacked ``gzip`` tokens once overflowed Python's stack while the answer was being read.
+MAX_CODINGS = 5
+
+
+class BodyError(Exception):
+    """The body arrived but cannot be decoded; ``kind`` is the outcome's error kind."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+
+
+@dataclass
+class BodyReader:
+    """Collects at most ``limit`` decoded bytes; counts what it saw beyond that."""
+
+    limit: int
+    content_encoding: str = ""
+    raw_seen: int = 0
+    decoded_seen: int = 0
+    too_large: bool = False
+
+    def __post_init__(self) -> None:
+        self.encodings = [e.strip().lower() for e in self.content_encoding.split(",") if e.strip()]
+        unknown = [e for e in self.encodings if e not in _KNOWN]
+        self.unsupported = unknown[0][:80] if unknown else None
+        coded = [e for e in self.encodings if e not in _IDENTITY]
+        if self.unsupported is None and len(coded) > MAX_CODINGS:
+            self.unsupported = f"{len(coded)} stacked codings (at most {MAX_CODINGS} are undone)"
+        self._pieces: list[bytes] = []
+        self._kept = 0
+        # The bytes as received, kept (bounded) only while a coding is undone: when the coding
+        # turns out broken, they are what the journal stores.
+        self._raw: list[bytes] = []
+        self._keep_raw = any(e not in _IDENTITY for e in self.encodings)
+
+    def _count_raw(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            if self._keep_raw and self.raw_seen < self.limit:
+                self._raw.append(chunk[: self.limit - self.raw_seen])
+            self.raw_seen += len(chunk)
+            yield chunk
+            # Raw bytes beyond the limit are refused too: stored blocks never shrink.
+            if self.raw_seen > self.limit:
+                self.too_large = True
+                return
+
+    def read(self, raw: Iterable[bytes], tick: object = None) -> None:
+        """Consume raw chunks until the end, or until the limit is passed.
+
+        ``tick`` (a callable, or None) runs after every decoded piece, so that a deadline can
+        interrupt a long decode. An unsupported encoding keeps the raw bytes (bounded).
+        """
+        stream: Iterator[bytes] = self._count_raw(raw)
+        if self.unsupported is None:
+            # Codings are listed in the order applied, so they are undone last first.
+            for coding in reversed(self.encodings):
+                if coding not in _IDENTITY:
+                    stream = _inflate(stream, coding)
+        for piece in stream:
+            self.decoded_seen += len(piece)
+            room = self.limit - self._kept
+            if len(piece) > room:
+                self._pieces.append(piece[:room])
+                self._kept += room
+                self.too_large = True
+                return
+            self._pieces.append(piece)
+            self._kept += len(piece)
+            if callable(tick):
+                tick()
+            if self.too_large:
+                return
+
+    @property
+    def body(self) -> bytes:
+        """The decoded body (its first ``limit`` bytes)."""
+        return b"".join(self._pieces)
+
+    @property
+    def raw_body(self) -> bytes:
+        """The body as received, before any decoding (its first ``limit`` bytes)."""
+        return b"".join(self._raw) if self._keep_raw else self.body
+
+    def detail(self) -> str:
+        """The ``error_detail`` of a body that passed the limit: the limit and what was seen."""
+        return (
+            f"body larger than the limit of {self.limit} bytes: reading stopped after "
+            f"{self.raw_seen} bytes received and {self.decoded_seen} decoded "
+            f"(content-encoding {self.content_encoding or 'identity'!r}); the first "
+            f"{self._kept} bytes are kept"
+        )
+
+
+def _inflate(chunks: Iterator[bytes], coding: str) -> Iterator[bytes]:
+    """Undo one gzip or deflate layer, yielding pieces of at most PIECE bytes."""
+    wbits = _GZIP if coding in ("gzip", "x-gzip") else zlib.MAX_WBITS
+    d = zlib.decompressobj(wbits)
+    started = False
+    for chunk in chunks:
+        data = chunk
+        while data:
+            try:
+                out = d.decompress(data, PIECE)
+            except zlib.error as exc:
+                if coding == "deflate" and not started:
+                    # Some servers send raw deflate without the zlib wrapper (httpx accepts it).
+                    d, wbits = zlib.decompressobj(-zlib.MAX_WBITS), -zlib.MAX_WBITS
+                    started = True
+                    continue
+                raise BodyError("content_encoding", f"{coding}: {exc}") from None
+            started = True
+            if out:
+                yield out
+            data = d.unconsumed_tail
+            if not data and d.eof and d.unused_data and wbits == _GZIP:
+                # A gzip stream may hold several members (RFC 1952): decode them all.
+                data, d = d.unused_data, zlib.decompressobj(wbits)
+            elif not data and len(out) == PIECE:
+                # Output was capped: pending output may remain without any input left.
+                data = b""
+                while True:
+                    more = d.decompress(b"", PIECE)
+                    if not more:
+                        break
+                    yield more
+    if started and not d.eof:
+        raise BodyError("content_encoding", f"{coding}: stream ends before its end marker")
+
+
+class MonotonicClock(Protocol):
+    def monotonic(self) -> float: ...
+
+
+class Watchdog:
+    """One daemon thread that shuts the current socket down when the current deadline passes."""
+
+    def __init__(self, clock: MonotonicClock) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._sock: socket.socket | None = None
+        self.fired = False
+        self.sending = False  # the current request's bytes may have left
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="needlepoint-deadline", daemon=True)
+        self._thread.start()
+
+    def arm(self, deadline: float) -> None:
+        with self._cond:
+            self._deadline, self._sock, self.fired = deadline, None, False
+            self.sending = False
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline, self._sock = None, None
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore trace hook: learn the socket of the connection this request uses, and when
+        the request starts to leave (before that, a deadline means it never left)."""
+        if event.endswith("send_request_headers.started"):
+            with self._cond:
+                self.sending = True
+            return
+        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        with self._cond:
+            self._sock = sock
+            if self.fired:
+                _shutdown(sock)
+
+    def _loop(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._deadline is None:
+                    self._cond.wait()
+                    continue
+                remaining = self._deadline - self._clock.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                self.fired = True
+                self._deadline = None
+                _shutdown(self._sock)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+
+def _shutdown(sock: socket.socket | None) -> None:
+    if sock is None:
+        return
+    # The base-class method, so an SSL socket's state is not torn from under its reader.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
 
 # Response headers worth keeping: they let a provider's bill be matched to a journal record,
 # and say how the stored body was encoded on the wire.
@@ -245,3 +465,76 @@ def _kept_body(reader: BodyReader | None, error: str | None) -> bytes | None:
     if not body and error is not None and error not in RESPONSE_ERRORS:
         return None
     return body
+
+
+REDACTED = "[REDACTED]"
+# Characters of base64 that a key's encoding must share with the text around it, at most.
+_B64_EDGE = 2
+
+
+def _char_forms(c: str) -> str:
+    """A pattern for one key character in any spelling: itself, ``\\uXXXX`` (any number of
+    backslashes, either case), ``%XX``, ``&#NN;`` or ``&#xXX;``, or backslash-escaped."""
+    code = ord(c)
+    hx = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:02x}")
+    hx4 = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:04x}")
+    forms = [
+        re.escape(c),
+        rf"\\+[uU]{hx4}",
+        rf"%{hx}",
+        rf"&#0*{code};",
+        rf"&#[xX]0*{hx};",
+        rf"\\+{re.escape(c)}",  # \/ and \" and \\ (and a doubly escaped string's \\\/)
+    ]
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _base64_forms(key: bytes) -> list[str]:
+    """The key's characters inside any base64 text, at each of the three byte alignments.
+
+    Only the base64 characters that depend on the key's bytes alone are kept, so the pattern
+    matches whatever precedes or follows it (``Bearer …``, ``user:…``).
+    """
+    out = []
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + key).decode("ascii")
+        first = -(-offset * 8 // 6)  # characters fed by the padding bytes
+        last = (offset + len(key)) * 8 // 6  # characters fed only by key bits end here
+        core = encoded[first:last]
+        if len(core) > _B64_EDGE:
+            out.append(core)
+            out.append(core.translate(str.maketrans("+/", "-_")))  # the URL-safe alphabet
+    return out
+
+
+class Scrubber:
+    """Replaces the key wherever it might appear in a record (an echoing server, an error)."""
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key
+        self._text: re.Pattern[str] | None = None
+        self._bytes: re.Pattern[bytes] | None = None
+        if key:
+            literal = "".join(_char_forms(c) for c in key)
+            b64 = ["".join(_char_forms(c) if c == "/" else re.escape(c) for c in form)
+                   for form in _base64_forms(key.encode("utf-8"))]  # fmt: skip
+            # Every spelling starts with one of few characters: a look-ahead on them lets the
+            # scan skip the rest of a 16 MiB body about four times faster.
+            firsts = {key[0], "\\", "%", "&", *(form[0] for form in _base64_forms(key.encode()))}
+            first = "[" + "".join(re.escape(c) for c in sorted(firsts)) + "]"
+            pattern = f"(?={first})(?:" + "|".join([literal, *b64]) + ")"
+            self._text = re.compile(pattern)
+            self._bytes = re.compile(pattern.encode("utf-8"))
+
+    def __call__(self, value: Any) -> Any:
+        if self._text is None or self._bytes is None:
+            return value
+        if isinstance(value, str):
+            return self._text.sub(REDACTED, value)
+        if isinstance(value, bytes):
+            return self._bytes.sub(REDACTED.encode(), value)
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        return value

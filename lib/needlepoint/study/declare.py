@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import needlepoint
 from needlepoint.errors import NeedlepointError
@@ -59,34 +58,22 @@ def read_plan(path: str | Path) -> PlanText:
 
 def journal_head(run_dir: Path, shown: str, pilot: bool) -> JournalHead:
     """One journal as it stands: record count, final hash, attempts, outcomes, latest time."""
-    from needlepoint.run.journal import read_chain
+    from needlepoint.run.folder import recorded_declaration
+    from needlepoint.run.journal import walk
 
-    counts = {"records": 0, "attempt": 0, "outcome": 0}
-    latest: list[str] = []
-
-    def visit(r: dict[str, Any], _: Any) -> None:  # a stream: never the whole journal at once
-        counts["records"] += 1
-        if r.get("type") in ("attempt", "outcome"):
-            counts[r["type"]] += 1
-        t = r.get("time")
-        if isinstance(t, str):
-            try:
-                if not latest or parse_iso_utc(t) > parse_iso_utc(latest[0]):
-                    latest[:] = [t]
-            except (ValueError, OverflowError, OSError):
-                pass
-
-    chain = read_chain(run_dir, visit, keep=False)
-    declaration = lenient_field(lenient_json(run_dir / "run.json"), "declaration", "sha256")
+    walked = walk(run_dir)  # a stream: never the whole journal at once
+    state = walked.state
+    times = [line["time"] for line in state.timeline()]
+    declaration = recorded_declaration(run_dir)
     return JournalHead(
         path=shown,
         kind="pilot" if pilot else "run",
-        records=counts["records"],
-        sha256=chain.head,
-        attempts=counts["attempt"],
-        outcomes=counts["outcome"],
-        last_time=latest[0] if latest else None,
-        declaration_sha256=declaration if isinstance(declaration, str) else None,
+        records=state.records,
+        sha256=walked.chain.head,
+        attempts=state.attempt_count,
+        outcomes=state.outcome_count,
+        last_time=max(times, key=parse_iso_utc) if times else None,
+        declaration_sha256=None if declaration is None else declaration.sha256,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json
 from needlepoint.pilot.heldout import OnRecord, index_materials, record_overlap, request_hashes
+from needlepoint.run.folder import read_run_record
 from needlepoint.study.scan import scan
 
 
@@ -40,8 +41,7 @@ def designs_run(root: Path) -> list[DesignRun]:
     out = []
     for rel in scan(base).runs:
         try:
-            value = read_json(base / rel / "run.json")
-            folder = (base / rel / str(value["prepared_dir"])).resolve()
+            folder = (base / rel / read_run_record(base / rel).prepared_dir).resolve()
             if folder in seen:
                 continue
             seen.add(folder)

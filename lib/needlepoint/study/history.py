@@ -70,8 +70,11 @@ def _materialise(top: Path, commit: str, run: str, scratch: Path) -> None:
     """Copy the run folder, its prepared folder and a pilot record out of ``commit``."""
     import json
 
-    record = json.loads(str(_git(top, "show", f"{commit}:{run}/run.json")))
-    prepared = posixpath.normpath(posixpath.join(run, str(record.get("prepared_dir", ""))))
+    from needlepoint.run.folder import RUN_NAME, parse_run_record
+
+    where = f"{commit}:{run}/{RUN_NAME}"
+    record = parse_run_record(json.loads(str(_git(top, "show", where))), where)
+    prepared = posixpath.normpath(posixpath.join(run, record.prepared_dir))
     wanted = _files(top, commit, run) + _files(top, commit, prepared)
     pilot = posixpath.join(posixpath.dirname(run), "pilot.json")
     wanted += [p for p in _files(top, commit, posixpath.dirname(run)) if p == pilot]

@@ -58,18 +58,17 @@ def _load(lines: list[dict[str, Any]], event: str) -> str:
 def run_facts(run_dir: Path) -> dict[str, Any]:
     """What a README says of one run or pilot run: counts, latencies, load, hashes, times."""
     from needlepoint.run.folder import read_run_record
-    from needlepoint.run.journal import read_chain
-    from needlepoint.run.journal_records import JournalState
+    from needlepoint.run.journal import walk
     from needlepoint.run.results import derive
 
     run = read_run_record(run_dir)
-    state = JournalState()
-    chain = read_chain(run_dir, state.add, keep=False)
+    walked = walk(run_dir)
+    state, chain = walked.state, walked.chain
     rows = list(derive(run_dir).rows)
     status = Counter(r["status"] for r in rows)
     kinds = Counter(r["kind"] for r in rows if r["status"] == "protocol_failure")
     latencies = [float(r["latency_s"]) for r in rows if r["latency_s"]]
-    times = sorted(str(a["time"]) for a in state.sent if a.get("time"))
+    times = sorted(a.time for a in state.sent)
     lines = _provenance(run_dir)
     return {
         "model": run.model,
@@ -80,7 +79,7 @@ def run_facts(run_dir: Path) -> dict[str, Any]:
         "failures": status["protocol_failure"],
         "failure_kinds": ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
         "unexecuted": status["unexecuted"],
-        "sessions": state.sessions,
+        "sessions": len(state.sessions),
         "median_s": statistics.median(latencies) if latencies else None,
         "min_s": min(latencies) if latencies else None,
         "max_s": max(latencies) if latencies else None,
@@ -240,11 +239,11 @@ def registry_block(root: Path, folder: Path) -> list[str]:
 
 def study_blocks(folder: Path, root: Path) -> dict[str, list[str]]:
     """Every generated block of a study folder's README, from its files and the evidence root."""
-    runs = [
-        f"pilots/{p.parent.parent.name}/run"
-        for p in sorted((folder / "pilots").glob("*/run/run.json"))
-    ]
-    if (folder / "main" / "run" / "run.json").is_file():
+    from needlepoint.run.folder import has_run_record
+
+    pilots = sorted(p for p in (folder / "pilots").glob("*/run") if has_run_record(p))
+    runs = [f"pilots/{p.parent.name}/run" for p in pilots]
+    if has_run_record(folder / "main" / "run"):
         runs.append("main/run")
     blocks = {
         "declarations": declarations_table(folder),

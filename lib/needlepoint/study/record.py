@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.declaration import Declared, chain
-from needlepoint.run.declaration_lines import run_chain_lines, run_declaration
+from needlepoint.run.declaration import Declared, chain, run_chain_lines
+from needlepoint.run.folder import recorded_declaration
 from needlepoint.study.registry import Registry, collect
 from needlepoint.study.runs import RunEntry
 
@@ -63,7 +63,7 @@ def chain_record(
     names the runs (default: as given)."""
     lines: list[str] = []
     for i, run_dir in enumerate(run_dirs):
-        ref = run_declaration(run_dir)
+        ref = recorded_declaration(run_dir)
         later = later_amendments(root, ref.sha256) if ref is not None and root else []
         name = display(run_dir) if shown is None else shown[i]
         lines += [*run_chain_lines(run_dir, base, later, shown=name), ""]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import read_json
+from needlepoint.run.folder import read_run_record
 from needlepoint.study.runs import RunEntry, pilot_design_of, read_entry
 from needlepoint.study.scan import Found, lenient_field, lenient_json, scan
 
@@ -70,8 +70,7 @@ def collect(root: str | Path, history: bool = False) -> Registry:
 
 def _prepared_of(run_dir: Path) -> Path | None:
     try:
-        value = read_json(run_dir / "run.json")
-        return (run_dir / str(value["prepared_dir"])).resolve()
+        return (run_dir / read_run_record(run_dir).prepared_dir).resolve()
     except (NeedlepointError, OSError, KeyError, TypeError, ValueError):
         return None
 

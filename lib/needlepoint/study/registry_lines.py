@@ -72,8 +72,7 @@ def _versions(runs: list[RunEntry]) -> str:
 def declaration_lines(reg: Registry) -> list[str]:
     """Each declaration with its time, what it amends, flags, and the runs started under it."""
     from needlepoint.errors import NeedlepointError
-    from needlepoint.run.declaration import chain
-    from needlepoint.run.declaration_lines import flagged
+    from needlepoint.run.declaration import chain, flagged
 
     out = []
     for rel in reg.found.declarations:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
@@ -78,26 +77,23 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
     from needlepoint.design.profiles import body_profile
     from needlepoint.run.audit import audit_run
     from needlepoint.run.folder import read_run_record
-    from needlepoint.run.journal import read_chain
+    from needlepoint.run.journal import read_line, walk
     from needlepoint.run.results import load_frozen_plan
 
     run = read_run_record(run_dir)
     prepared = load_frozen_plan(run_dir, run, None)
     pilot = pilot_design is not None or run.extra.get("pilot") is True
     sha_of = {row.seq: row.request_sha256 for row in prepared.plan}
+    walked = walk(run_dir)  # a stream: one record at a time
+    chain, attempted = walked.chain, walked.state.attempts
     answers: dict[str, Answer] = {}
-    attempted = set()
-
-    def visit(r: dict[str, Any], _: Any) -> None:  # a stream: one record at a time
-        if r.get("type") == "attempt":
-            attempted.add(r.get("seq"))
-        if r.get("type") == "outcome" and r.get("http_status") is not None and r["seq"] in sha_of:
-            c = r.get("classification") or {}
-            text = c.get("response_text")
-            digest = None if text is None else sha256_hex(str(text).encode("utf-8", "replace"))
-            answers[sha_of[r["seq"]]] = (c.get("status"), c.get("kind"), digest)
-
-    chain = read_chain(run_dir, visit, keep=False)
+    for o in walked.state.outcomes.values():
+        if o.http_status is not None and o.seq in sha_of:
+            text = o.response_text
+            if text is None:  # too long to keep in the fold: read from its line
+                text = str(read_line(run_dir, o.at)["classification"]["response_text"])
+            digest = sha256_hex(text.encode("utf-8", "replace"))
+            answers[sha_of[o.seq]] = (o.status, o.kind, digest)
     audit = audit_run(run_dir)
     first = next((p for p in audit.problems), "")
     audited = "ok" if audit.ok else f"FAILED ({len(audit.problems)}: {first[:120]})"

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.run.folder import RUN_NAME
+from needlepoint.run.journal import JOURNAL_NAME
 
 MAX_ENTRIES = 100_000
 MAX_DEPTH = 64
@@ -77,7 +79,7 @@ def scan(root: str | Path) -> Found:
         where = rel.as_posix()
         if {"manifest.json", "protocol.json", "plan.csv"} <= names:
             found.prepared.append(where)
-        if {"run.json", "journal.jsonl"} <= names:
+        if {RUN_NAME, JOURNAL_NAME} <= names:
             found.runs.append(where)
         if "pilot.json" in names:
             found.pilots.append(where)

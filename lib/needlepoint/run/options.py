@@ -1,43 +1,151 @@
 """Everything the runner checks before it may spend anything; each refusal is one line.
 
-A user's request is one ``RunOptions`` (built once by the CLI, the run notebook or a
-benchmark); ``check_settings`` turns it into the checked ``Settings`` that the loop, the session
-and the run folder read. A run starts only with an explicit positive allowance, a prepared
-folder that passes verify and audit, and, for a live run, a base URL, the frozen model and a
-key in the environment.
+A user's request is one ``RunOptions`` (built once by the CLI, the run notebook, a sweep file or
+a benchmark); ``check_settings`` turns it into the checked ``Settings`` that the runner and the
+run folder read. A run starts only with an explicit positive allowance, a prepared folder that
+passes verify and audit, and, for a live run, a base URL, the frozen model and a key in the
+environment.
+
+Each number lies in a stated range, the base URL has a safe shape, and the key is printable
+ASCII; each is checked before anything is written or sent, and each refusal names the option
+and the rule, never a secret: a key is described by its length and the position and kind of the
+offending character, never shown.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from needlepoint.design.prepared import frozen_model
 from needlepoint.errors import NeedlepointError, looks_like_secret
-from needlepoint.run import limits
-from needlepoint.run.limits import MIN_KEY_LENGTH, is_loopback
-from needlepoint.run.progress import PROGRESS_MODES
+from needlepoint.run.records import Limits
 
 if TYPE_CHECKING:
     from needlepoint.design.prepared import Prepared
     from needlepoint.run.declaration import Declared
     from needlepoint.run.simulate import PositionParams
 
+# How the progress is shown (runner.Progress): ``auto`` and ``terminal`` are live bars.
+PROGRESS_MODES = ("auto", "terminal", "deterministic", "off")
+LIVE_MODES = ("auto", "terminal")
+MIN_KEY_LENGTH = 8
+# A day: longer than any request or pause a run needs, short enough that a clock, a sleep and a
+# timestamp computed from it stay exact (1e308 seconds overflowed them).
+MAX_SECONDS = 86_400.0
+MIN_TIMEOUT_S = 0.001
+# Money per million tokens, and a cap: with counts below 2^53 every cost stays a finite double.
+MAX_RATE = 1e6
+MAX_COST_CAP = 1e12
+# More attempts than any plan holds (a protocol plans at most 100,000 requests).
+MAX_ALLOW = 1_000_000
+
+
+def number(
+    name: str,
+    value: float | None,
+    *,
+    low: float = 0.0,
+    high: float,
+    positive: bool = False,
+) -> float | None:
+    """``value`` as a float within ``[low, high]`` (``(0, high]`` when ``positive``), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise NeedlepointError(f"{name} must be a finite number")
+    if value < 0 or (positive and value == 0):
+        raise NeedlepointError(f"{name} must be {'positive' if positive else 'non-negative'}")
+    if value < low or value > high:
+        raise NeedlepointError(f"{name} {value:g} is outside the allowed range {low:g} to {high:g}")
+    return float(value)
+
+
+def check_allow(allow: object) -> int:
+    """A positive whole number of attempts, at most MAX_ALLOW."""
+    if isinstance(allow, bool) or not isinstance(allow, int) or allow <= 0:
+        raise NeedlepointError("--allow must be a positive integer: the most requests to send")
+    if allow > MAX_ALLOW:
+        raise NeedlepointError(f"--allow {allow} is more than {MAX_ALLOW:,}, more than any plan")
+    return allow
+
+
+def check_key(key: str, env: str) -> None:
+    """A key of printable ASCII without whitespace: anything else cannot be sent in a header.
+
+    A key read from a file with Windows line ends carries a CR; sending it made httpx refuse
+    the header after the attempt was journalled, burning the request.
+    """
+    if len(key) < MIN_KEY_LENGTH:
+        raise NeedlepointError(
+            f"the key in {env} is shorter than {MIN_KEY_LENGTH} characters, too short to be "
+            "kept out of the records reliably"
+        )
+    for at, c in enumerate(key, start=1):
+        if "!" <= c <= "~":
+            continue
+        if c in "\r\n":
+            what = "a line break (CR or LF; read from a file with Windows line ends?)"
+        elif c in " \t" or c.isspace():
+            what = "whitespace"
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            what = "a control character"
+        else:
+            what = "a character that is not ASCII"
+        raise NeedlepointError(
+            f"the key in {env} holds {what} at character {at} of {len(key)}; a key is printable "
+            "ASCII without spaces (the key itself is not shown)"
+        )
+
+
+def check_base_url(base_url: str, allow_insecure_http: bool) -> None:
+    """An http(s) URL without credentials, query or fragment; plain http only to loopback."""
+    try:
+        parts = urlsplit(base_url)
+        host, _ = parts.hostname, parts.port
+    except ValueError as exc:
+        raise NeedlepointError(f"--base-url is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise NeedlepointError(f"--base-url {base_url[:200]!r} is not an http(s) URL")
+    if parts.username is not None or parts.password is not None:
+        # Not echoed: it holds a credential. httpx would send it as Basic auth instead of the key.
+        raise NeedlepointError(
+            "--base-url holds a user name or password (user:pass@host); the URL is recorded in "
+            "run.json, so credentials never go in it: the key goes in --api-key-env"
+        )
+    if parts.query or parts.fragment or base_url.rstrip().endswith(("?", "#")):
+        raise NeedlepointError(
+            "--base-url has a query or fragment ('?' or '#'); the endpoint path is appended to "
+            "the base URL, which a query or fragment would swallow"
+        )
+    if parts.scheme == "http" and not is_loopback(host) and not allow_insecure_http:
+        raise NeedlepointError(
+            f"--base-url {base_url!r}: the key would travel unencrypted to "
+            f"{host}; use https, a loopback host (127.0.0.0/8, ::1, localhost), "
+            "or --allow-insecure-http"
+        )
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether a URL's host is this machine: ``localhost``, 127.0.0.0/8 or ::1."""
+    if host is None:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 DEFAULT_TIMEOUT_S = 120.0
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "MIN_KEY_LENGTH",
-    "CheckedOptions",
-    "RunOptions",
-    "Settings",
-    "check_options",
-    "check_prepared",
-    "check_settings",
-    "is_loopback",
-]
 
 
 @dataclass(frozen=True)
@@ -71,26 +179,19 @@ class RunOptions:
     declaration: str | None = None
 
 
-@dataclass(frozen=True)
-class Settings:
-    """A checked run configuration. The key is kept out of repr so it cannot leak into logs."""
+@dataclass(frozen=True, kw_only=True)
+class Settings(Limits):
+    """A checked run configuration: the session's ``Limits`` and everything else the runner
+    reads. The key is kept out of repr so it cannot leak into logs."""
 
     prepared: Prepared = field(repr=False)
-    allow: int
     simulate: str | None
     sim_params: PositionParams | None
     base_url: str | None
     model: str
     api_key_env: str | None
     api_key: str | None = field(repr=False)
-    min_gap_s: float
     protocol_min_gap_s: float
-    override_reason: str | None
-    timeout_s: float
-    deadline_s: float
-    input_rate: float | None
-    output_rate: float | None
-    cost_cap: float | None
     stop_statuses: frozenset[int]
     max_consecutive_failures: int
     progress: str
@@ -121,46 +222,30 @@ def check_prepared(prepared_dir: str | Path) -> Prepared:
     return load_prepared(prepared_dir)
 
 
-@dataclass(frozen=True)
-class CheckedOptions:
-    """The options that need no prepared folder, checked: numbers in range, endpoint, key."""
-
-    allow: int
-    timeout_s: float
-    deadline_s: float
-    input_rate: float | None
-    output_rate: float | None
-    cost_cap: float | None
-    min_gap_s: float | None
-    api_key: str | None
-
-
-def check_options(options: RunOptions, *, read_key_now: bool = True) -> CheckedOptions:
+def check_options(options: RunOptions, *, read_key_now: bool = True) -> RunOptions:
     """Every check that needs no prepared folder; a pilot runs them before it creates one.
 
-    ``read_key_now=False``: the key is read later (``run`` checks its folder first).
+    Returns the options with every number as checked (and the deadline filled in);
+    ``read_key_now=False``: the key is read later (``check_settings`` checks the folder first).
     """
     from needlepoint.run.simulate import SIM_MODES, PositionParams
 
     o = options
     if o.progress not in PROGRESS_MODES:
         raise NeedlepointError(f"progress must be one of {', '.join(PROGRESS_MODES)}")
-    allow = limits.check_allow(o.allow)
-    timeout = limits.number(
-        "--timeout-s", o.timeout_s, low=limits.MIN_TIMEOUT_S, high=limits.MAX_SECONDS, positive=True
-    )
-    deadline = limits.number("deadline_s", o.deadline_s, high=2 * limits.MAX_SECONDS, positive=True)
-    in_rate = limits.number("--input-rate", o.input_rate, high=limits.MAX_RATE)
-    out_rate = limits.number("--output-rate", o.output_rate, high=limits.MAX_RATE)
-    cap = limits.number("--cost-cap", o.cost_cap, high=limits.MAX_COST_CAP)
-    gap = limits.number("--min-gap-s", o.min_gap_s, high=limits.MAX_SECONDS)
+    allow = check_allow(o.allow)
+    timeout = number("--timeout-s", o.timeout_s, low=MIN_TIMEOUT_S, high=MAX_SECONDS, positive=True)
+    deadline = number("deadline_s", o.deadline_s, high=2 * MAX_SECONDS, positive=True)
+    in_rate = number("--input-rate", o.input_rate, high=MAX_RATE)
+    out_rate = number("--output-rate", o.output_rate, high=MAX_RATE)
+    cap = number("--cost-cap", o.cost_cap, high=MAX_COST_CAP)
+    gap = number("--min-gap-s", o.min_gap_s, high=MAX_SECONDS)
     if timeout is None:
         raise NeedlepointError("--timeout-s must be a finite number")
     if cap is not None and (in_rate is None or out_rate is None):
         raise NeedlepointError("--cost-cap needs --input-rate and --output-rate")
     if (in_rate is None) != (out_rate is None):
         raise NeedlepointError("give both --input-rate and --output-rate, or neither")
-    key = None
     if o.sim_params and o.simulate != "position":
         raise NeedlepointError("simulation parameters apply only to --simulate position")
     if o.simulate is not None:
@@ -173,13 +258,22 @@ def check_options(options: RunOptions, *, read_key_now: bool = True) -> CheckedO
     else:
         if not o.base_url:
             raise NeedlepointError("a live run needs --base-url (or --simulate MODE)")
-        limits.check_base_url(o.base_url, o.allow_insecure_http)
+        check_base_url(o.base_url, o.allow_insecure_http)
         if not o.model:
             raise NeedlepointError("a live run needs --model, equal to the frozen model")
         check_key_env_name(o.api_key_env)
         if read_key_now:
-            key = read_key(o.api_key_env)
-    return CheckedOptions(allow, timeout, deadline or 2 * timeout, in_rate, out_rate, cap, gap, key)
+            read_key(o.api_key_env)
+    return dataclasses.replace(
+        o,
+        allow=allow,
+        timeout_s=timeout,
+        deadline_s=deadline or 2 * timeout,
+        input_rate=in_rate,
+        output_rate=out_rate,
+        cost_cap=cap,
+        min_gap_s=gap,
+    )
 
 
 def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
@@ -188,16 +282,12 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
 
     o = options
     c = check_options(o, read_key_now=False)
-    declared = None
     if o.declaration is not None:
-        from needlepoint.run.declaration import read_declaration
+        from needlepoint.run.declaration import read_for_run
 
-        declared = read_declaration(o.declaration)
-        if declared.record.simulation and o.simulate is None:
-            raise NeedlepointError(
-                f"{o.declaration}: made on a simulated clock, so it proves no order in time; "
-                "a live run needs a declaration made with `needlepoint declare`"
-            )
+        declared = read_for_run(o.declaration, live=o.simulate is None)
+    else:
+        declared = None
     # The prepared folder before the key: a wrong folder is the first thing to hear about.
     prepared = check_prepared(prepared_dir)
     key = read_key(o.api_key_env) if o.simulate is None and o.api_key_env else None
@@ -229,7 +319,7 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         protocol_min_gap_s=protocol_gap,
         override_reason=reason if gap < protocol_gap else None,
         timeout_s=c.timeout_s,
-        deadline_s=c.deadline_s,
+        deadline_s=c.deadline_s,  # type: ignore[arg-type]  # filled in by check_options
         input_rate=c.input_rate,
         output_rate=c.output_rate,
         cost_cap=c.cost_cap,
@@ -267,5 +357,5 @@ def read_key(name: str) -> str:
     key = os.environ.get(name, "")
     if not key:
         raise NeedlepointError(f"environment variable {name} is not set or empty")
-    limits.check_key(key, name)
+    check_key(key, name)
     return key
