@@ -18,9 +18,9 @@ from typing import Any
 
 from needlepoint.design.protocol_schema import MAX_PREPARED_BYTES, estimated_bytes
 from needlepoint.errors import NeedlepointError
-from needlepoint.fields import Fields
 from needlepoint.jsonio import parse_json
 from needlepoint.safeio import read_limited
+from needlepoint.schema import Fields
 
 PLAN_COLUMNS = (
     "seq",

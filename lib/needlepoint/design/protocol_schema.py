@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from needlepoint.fields import Fields, is_int
+from needlepoint.schema import Fields, is_int
 
 # Size limits, checked before anything is generated (PROTOCOL.md, "Limits").
 MAX_CASES = 10_000

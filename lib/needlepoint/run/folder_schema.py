@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.fields import Fields
+from needlepoint.schema import Fields
 
 CONTEXT_FORMAT = 1
 

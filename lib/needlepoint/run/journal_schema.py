@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.fields import Fields, is_int
 from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.scoring import STATUSES
+from needlepoint.schema import Fields, is_int
 
 RECORD_TYPES = ("session", "attempt", "outcome", "stop")
 BODY_ENCODINGS = ("utf-8", "base64")
