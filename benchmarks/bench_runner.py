@@ -23,8 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from needlepoint.design.freeze import prepare
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.run.loop import run_protocol
 from needlepoint.run.settings import RunOptions
 

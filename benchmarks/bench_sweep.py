@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run.sweep import run_sweep
 from needlepoint.run.sweep_spec import read_sweep
 

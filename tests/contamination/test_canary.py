@@ -7,7 +7,7 @@ from pathlib import Path
 from support.contamination import result, results
 
 from needlepoint.contamination.canary import check_canary
-from needlepoint.contamination.formats import read_results
+from needlepoint.contamination.inputs import read_results
 
 
 def canary(tmp_path: Path, rows: list[dict]):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run import provenance
 from needlepoint.run.loop import run_protocol
 from needlepoint.run.settings import RunOptions

@@ -25,8 +25,8 @@ from needlepoint.analysis.record import (
     to_json,
 )
 from needlepoint.analysis.secondary import secondary
-from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.jsonio import write_bytes_atomic
 from needlepoint.safeio import is_output_file, replaced_folder
 

@@ -17,8 +17,9 @@ from typing import Any
 from needlepoint.analysis.context import RunContext, near_kind, run_context, run_facts
 from needlepoint.analysis.guards import check_pilot
 from needlepoint.analysis.results_table import read_results_csv
-from needlepoint.design.prepared import PLAN_COLUMNS, Prepared, load_prepared
+from needlepoint.design.prepared import Prepared, load_prepared
 from needlepoint.design.protocol import is_pilot
+from needlepoint.design.schema import PLAN_COLUMNS
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.folder import read_run_record

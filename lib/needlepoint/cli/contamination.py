@@ -16,8 +16,7 @@ _INCLUDE_HELP = "glob relative to the root (repeatable); replaces the default ag
 
 
 def _manifest(args: argparse.Namespace) -> int:
-    from needlepoint.contamination.manifest import build_manifest, write_manifest
-    from needlepoint.contamination.select import DEFAULT_INCLUDES
+    from needlepoint.contamination.context import DEFAULT_INCLUDES, build_manifest, write_manifest
     from needlepoint.jsonio import canonical_bytes
 
     manifest = build_manifest(args.root, args.include or DEFAULT_INCLUDES)
@@ -61,7 +60,7 @@ def _print_context_notes(result: object) -> bool:
 
 def _overlap(args: argparse.Namespace) -> int:
     from needlepoint.contamination.context import load_context
-    from needlepoint.contamination.formats import read_discards, read_reference
+    from needlepoint.contamination.inputs import read_discards, read_reference
     from needlepoint.contamination.overlap import check_overlap
 
     reference = read_reference(args.reference)
@@ -80,7 +79,7 @@ def _overlap(args: argparse.Namespace) -> int:
 
 def _timeline(args: argparse.Namespace) -> int:
     from needlepoint.contamination.context import load_context
-    from needlepoint.contamination.formats import iso_from_ns, read_runs
+    from needlepoint.contamination.inputs import iso_from_ns, read_runs
     from needlepoint.contamination.timeline import check_timeline
 
     result = check_timeline(read_runs(args.runs), load_context(args.context, args.include))
@@ -99,7 +98,7 @@ def _timeline(args: argparse.Namespace) -> int:
 
 def _canary(args: argparse.Namespace) -> int:
     from needlepoint.contamination.canary import check_canary
-    from needlepoint.contamination.formats import read_results
+    from needlepoint.contamination.inputs import read_results
 
     result = check_canary(read_results(args.results))
     print(result.sentence())
@@ -112,8 +111,7 @@ def _canary(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from needlepoint.contamination.output import write_report
-    from needlepoint.contamination.report import build_report
+    from needlepoint.contamination.report import build_report, write_report
 
     report = build_report(
         args.reference, args.runs, args.results, args.context, args.discard, args.include

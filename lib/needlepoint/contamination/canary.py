@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from needlepoint.contamination.formats import CONDITIONS, ResultRow
+from needlepoint.contamination.inputs import CONDITIONS, ResultRow
 
 _TRIMMED = "".join(chr(c) for c in range(0x21))
 

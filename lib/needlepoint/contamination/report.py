@@ -1,8 +1,10 @@
-"""The contamination report: all four checks over one workspace and a verdict.
+"""The contamination report: all four checks over one workspace, a verdict, and its two files.
 
 The verdict is a CI gate. A leak (reference answers in the context, or closed facts answered
 exactly with zero tool calls), a poisoned rerun, a dead canary, or results without tool_calls
-fail it (exit 1). Everything else worth a look is a notice and does not fail it.
+fail it (exit 1). Everything else worth a look is a notice and does not fail it. The report is
+written as contamination.json (canonical) and contamination.md, a page a reviewer reads top to
+bottom; neither depends on the clock, so equal inputs give equal bytes.
 """
 
 from __future__ import annotations
@@ -10,22 +12,28 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from needlepoint.contamination.canary import CanaryResult, check_canary
-from needlepoint.contamination.context import UNREAD_KINDS, load_context, unread_parts
-from needlepoint.contamination.formats import (
+from needlepoint.contamination.context import (
+    DEFAULT_INCLUDES,
+    UNREAD_KINDS,
+    Manifest,
+    build_manifest,
+    load_context,
+    unread_parts,
+)
+from needlepoint.contamination.inputs import (
     iso_from_ns,
     read_discards,
     read_reference,
     read_results,
     read_runs,
 )
-from needlepoint.contamination.manifest import Manifest, build_manifest
 from needlepoint.contamination.overlap import OverlapResult, check_overlap
-from needlepoint.contamination.select import DEFAULT_INCLUDES
 from needlepoint.contamination.timeline import TimelineResult, check_timeline
-from needlepoint.jsonio import file_sha256
+from needlepoint.jsonio import canonical_bytes, file_sha256, write_bytes_atomic
 
 REPORT_FORMAT = "contamination-report/1"
 EXIT_PASSED, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2
@@ -175,3 +183,106 @@ def build_report(
     return ContaminationReport(
         inputs, manifest, o, t, c, tuple(_findings(o, t, c)), tuple(_notices(o, t, c))
     )
+
+
+# --- contamination.md and contamination.json ---------------------------------------------------
+
+
+def _cell(value: object) -> str:
+    text = "—" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A GitHub-flavoured Markdown table; an empty one says so instead."""
+    if not rows:
+        return ["(none)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def report_markdown(report: ContaminationReport) -> str:
+    """Render the report; the text depends only on the inputs, never on the clock."""
+    o, t, c, m = report.overlap, report.timeline, report.canary, report.manifest
+    verdict = "PASSED" if report.passed else "FAILED"
+    out = ["# Contamination report", "", f"**Gate: {verdict}** (exit {report.exit_code})", ""]
+    out += [f"- **{f.kind}** ({f.check}): {f.message}" for f in report.findings]
+    if report.notices:
+        out += ["", "Notices:", ""] + [f"- {n}" for n in report.notices]
+    out += ["", "## Inputs", ""]
+    out += table(["role", "path", "sha256"], [(r, p, h) for r, p, h in report.inputs])
+
+    out += ["", "## Context manifest", ""]
+    if m is None:
+        out.append("The context was a single file; no manifest.")
+    else:
+        out += [f"Root `{m.root}`, {len(m.files)} file(s), manifest sha256 `{m.sha256}`.", ""]
+        out += table(
+            ["path", "size", "mtime (UTC)", "sha256"],
+            [(e.path, e.size, e.mtime, e.sha256[:16]) for e in m.files],
+        )
+        if m.problems:
+            out += ["", "Problems:", ""]
+            out += table(
+                ["path", "kind", "detail"], [(p.path, p.kind, p.detail) for p in m.problems]
+            )
+
+    out += ["", "## Reference vs context (overlap)", "", o.sentence() + ".", ""]
+    out += table(
+        ["reference", "answer", "where", "line"],
+        [(x.reference_id, x.answer, x.where, x.text.strip()[:120]) for x in o.kept],
+    )
+    out += ["", "Discarded as chance:", ""]
+    out += table(
+        ["reference", "answer", "where", "reason"],
+        [(x.reference_id, x.answer, x.where, x.discard_reason) for x in o.discarded],
+    )
+
+    out += ["", "## Timeline", "", t.sentence() + ".", ""]
+    out += table(
+        ["run", "battery", "started (UTC)", "values"],
+        [(r.run_id, r.battery, iso_from_ns(r.started_ns), len(r.values)) for r in t.runs],
+    )
+    out += ["", "Context files holding a run's values:", ""]
+    out += table(
+        ["file", "mtime (UTC)", "run", "minutes after run start", "lines"],
+        [
+            (h.file, iso_from_ns(h.mtime_ns), h.run_id, f"{h.minutes_after_start:+.0f}",
+             ", ".join(map(str, h.lines)))
+            for h in t.holdings
+        ],
+    )  # fmt: skip
+    out += ["", "Poisoned reruns:", ""]
+    out += table(
+        ["run", "started (UTC)", "file", "file mtime (UTC)", "from run(s)"],
+        [
+            (p.run_id, iso_from_ns(p.started_ns), p.file, iso_from_ns(p.file_mtime_ns),
+             ", ".join(p.source_runs))
+            for p in t.poisoned
+        ],
+    )  # fmt: skip
+
+    out += ["", "## Canary and positive control", "", c.sentence() + ".", ""]
+    out += table(
+        ["condition", "closed questions", "exact", "tool calls"],
+        [(s.condition, s.questions, s.exact, s.tool_calls) for s in c.summary],
+    )
+    flagged = [("dead canary", r) for r in c.dead] + [("leak", r) for r in c.leaks]
+    flagged += [("no tool_calls", r) for r in c.missing_tool_calls]
+    out += ["", "Flagged rows:", ""]
+    out += table(
+        ["flag", "line", "run", "question", "answer", "tool calls"],
+        [(f, r.line, r.run_id, r.question_id, r.answer, r.tool_calls) for f, r in flagged],
+    )
+    return "\n".join(out) + "\n"
+
+
+def write_report(report: ContaminationReport, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Write contamination.json (canonical) and contamination.md into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "contamination.json", out / "contamination.md"
+    write_bytes_atomic(json_path, canonical_bytes(report.to_json()) + b"\n")
+    write_bytes_atomic(md_path, report_markdown(report).encode("utf-8"))
+    return json_path, md_path

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from needlepoint.contamination.formats import Run, iso_from_ns
+from needlepoint.contamination.inputs import Run, iso_from_ns
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from needlepoint.contamination.canary import CanaryResult
-    from needlepoint.contamination.manifest import Manifest
+    from needlepoint.contamination.context import Manifest
     from needlepoint.contamination.overlap import OverlapResult
     from needlepoint.contamination.report import ContaminationReport
     from needlepoint.contamination.timeline import TimelineResult

@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from needlepoint.contamination.context import Context, Verification
-from needlepoint.contamination.formats import Run, iso_from_ns
-from needlepoint.contamination.matching import AnswerIndex
-from needlepoint.contamination.select import Problem
+from needlepoint.contamination.context import Context, Problem, Verification
+from needlepoint.contamination.inputs import Run, iso_from_ns
+from needlepoint.contamination.overlap import AnswerIndex
 
 
 @dataclass(frozen=True)

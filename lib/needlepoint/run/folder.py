@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needlepoint import __version__
-from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, file_sha256, read_json, write_bytes_atomic
 from needlepoint.run.declaration import reference

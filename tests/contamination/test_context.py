@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 from support.contamination import context_file
 
-from needlepoint.contamination import manifest as manifest_module
-from needlepoint.contamination.manifest import build_manifest, read_manifest, write_manifest
-from needlepoint.contamination.select import select_files
+from needlepoint.contamination import context
+from needlepoint.contamination.context import (
+    build_manifest,
+    read_manifest,
+    select_files,
+    write_manifest,
+)
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
 
@@ -115,14 +119,14 @@ def test_fifo_named_like_a_file_is_reported_not_read(workspace: Path) -> None:
 
 def test_unreadable_file_is_reported(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests run as root, where chmod does not stop reads; refuse this one path instead.
-    real = manifest_module.file_sha256
+    real = context.file_sha256
 
     def refuse(path: os.PathLike[str]) -> str:
         if Path(path).name == "b.md":
             raise PermissionError(13, "Permission denied")
         return real(path)
 
-    monkeypatch.setattr(manifest_module, "file_sha256", refuse)
+    monkeypatch.setattr(context, "file_sha256", refuse)
     m = build_manifest(workspace)
     assert [(p.path, p.kind, p.detail) for p in m.problems] == [
         ("memory/b.md", "unreadable", "Permission denied")
@@ -218,9 +222,7 @@ def test_symlinks_to_the_filesystem_root_and_dev_fd_end_cleanly(workspace: Path)
 def test_a_walk_past_its_entry_limit_is_one_line(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from needlepoint.contamination import select
-
-    monkeypatch.setattr(select, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(context, "MAX_ENTRIES", 3)
     with pytest.raises(NeedlepointError, match="more than 3 entries"):
         build_manifest(workspace)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support.contamination import discards, reference, result, results, runs, write_csv
 
-from needlepoint.contamination.formats import (
+from needlepoint.contamination.inputs import (
     iso_from_ns,
     parse_instant,
     read_discards,
