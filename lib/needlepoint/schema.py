@@ -203,9 +203,19 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+# Metadata of a field a record keeps for its own use only (a time in nanoseconds beside the ISO
+# text the document shows, say): ``dataclasses.field(metadata=IN_MEMORY)``. Writing leaves it
+# out, so such a record is written, never read back.
+IN_MEMORY = {"plain": False}
+
+
 def fields_plain(record: Any) -> dict[str, Any]:
     """A record's fields as a JSON object, in field order, without any ``to_plain`` override."""
-    return {f.name: to_plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    return {
+        f.name: to_plain(getattr(record, f.name))
+        for f in dataclasses.fields(record)
+        if f.metadata.get("plain", True)
+    }
 
 
 @functools.cache

@@ -155,18 +155,18 @@ def test_root_must_be_a_folder(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        ({"format": "x"}, "field 'format'"),
-        ({"format": "contamination-manifest/1", "includes": [], "files": []}, "field 'root'"),
+        ({"format": "x"}, "field format: 'x' is not one of"),
+        ({"format": "contamination-manifest/1", "includes": [], "files": []}, "field root: miss"),
         (
             {"format": "contamination-manifest/1", "root": ".", "includes": [], "files": [{}]},
-            r"field 'files\[0\]\.path'",
+            r"field files\[0\]\.path: missing",
         ),
         (
             {
                 "format": "contamination-manifest/1", "root": ".", "includes": [],
                 "files": [{"path": "a", "size": True, "mtime_ns": 1, "sha256": "x"}],
             },
-            r"field 'files\[0\]\.size'",
+            r"field files\[0\]\.size: expected an integer, found a boolean",
         ),
     ],
 )  # fmt: skip
@@ -191,7 +191,7 @@ def test_manifest_path_outside_its_root_is_refused(tmp_path: Path, path: str) ->
     entry = {"path": path, "size": 1, "mtime_ns": 1, "sha256": "a" * 64}
     doc = {"format": "contamination-manifest/1", "root": ".", "includes": [], "files": [entry]}
     (tmp_path / "m.json").write_text(json.dumps(doc))
-    with pytest.raises(NeedlepointError, match=r"files\[0\]\.path'.*not a path inside the root"):
+    with pytest.raises(NeedlepointError, match=r"field files\[0\]\.path: .* is not a path inside"):
         read_manifest(tmp_path / "m.json")
 
 

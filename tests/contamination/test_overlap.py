@@ -66,7 +66,7 @@ def test_discard_with_reason_removes_only_that_match(
 
 def test_discard_without_reason_is_refused(setup: tuple[Path, Path], tmp_path: Path) -> None:
     d = discards(tmp_path / "d.csv", [("R2", "memory/facts.md", 1, "")])
-    with pytest.raises(NeedlepointError, match=r"d\.csv:2: field 'reason'"):
+    with pytest.raises(NeedlepointError, match=r"d\.csv:2: field reason"):
         read_discards(d)
 
 
@@ -75,11 +75,11 @@ def test_discard_of_unknown_id_is_refused_and_stale_one_reported(
 ) -> None:
     ws, ref = setup
     bad = discards(tmp_path / "bad.csv", [("R9", "memory/facts.md", 1, "chance")])
-    with pytest.raises(NeedlepointError, match=r"bad\.csv:2: field 'reference_id': 'R9'"):
+    with pytest.raises(NeedlepointError, match=r"bad\.csv:2: field reference_id: 'R9'"):
         check_overlap(read_reference(ref), load_context(ws), read_discards(bad))
     stale = discards(tmp_path / "stale.csv", [("R2", "memory/facts.md", 2, "moved line")])
     result = check_overlap(read_reference(ref), load_context(ws), read_discards(stale))
-    assert [d.file_line for d in result.unused_discards] == [2]
+    assert [d.line for d in result.unused_discards] == [2]
     assert result.present_ids == ("R1", "R2")
 
 

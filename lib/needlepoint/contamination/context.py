@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from needlepoint.jsonio import (
     sha256_hex,
     write_bytes_atomic,
 )
+from needlepoint.schema import IN_MEMORY, Fields, fields_plain, to_plain
 
 # Bounds on a walk: a symlink to a large folder must end in one line, not exhaust the machine.
 MAX_ENTRIES = 100_000
@@ -201,59 +202,43 @@ MANIFEST_FORMAT = "contamination-manifest/1"
 
 
 @dataclass(frozen=True)
-class ManifestEntry:
-    """One frozen file. ``link`` is the symlink text it was reached through, if any."""
+class FileStamp:
+    """A context file as the checks go by it: path below the root, size, mtime and SHA-256."""
 
     path: str
     size: int
     mtime_ns: int
     sha256: str
+    mtime: str = field(init=False)  # mtime_ns as an exact ISO 8601 UTC string, for a reader
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mtime", iso_from_ns(self.mtime_ns))
+
+
+@dataclass(frozen=True)
+class ManifestEntry(FileStamp):
+    """One frozen file. ``link`` is the symlink text it was reached through, if any."""
+
     link: str | None = None
     outside_root: bool = False
-
-    @property
-    def mtime(self) -> str:
-        """The modification time as an exact ISO 8601 UTC string."""
-        return iso_from_ns(self.mtime_ns)
 
 
 @dataclass(frozen=True)
 class Manifest:
-    """The frozen composition of a workspace's automatic context."""
+    """The frozen composition of a workspace's automatic context. Its fields are the versioned
+    document, with the root as it was given (so relative stays relative)."""
 
     root: str
     includes: tuple[str, ...]
     files: tuple[ManifestEntry, ...]
     problems: tuple[Problem, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The versioned JSON document (the root as it was given, so relative stays relative)."""
-        return {
-            "format": MANIFEST_FORMAT,
-            "root": self.root,
-            "includes": list(self.includes),
-            "files": [
-                {
-                    "path": e.path,
-                    "size": e.size,
-                    "mtime_ns": e.mtime_ns,
-                    "mtime": e.mtime,
-                    "sha256": e.sha256,
-                    "link": e.link,
-                    "outside_root": e.outside_root,
-                }
-                for e in self.files
-            ],
-            "problems": [
-                {"path": p.path, "kind": p.kind, "detail": p.detail} for p in self.problems
-            ],
-        }
+    format: str = MANIFEST_FORMAT
 
     @property
     def sha256(self) -> str:
         """One value naming this context: the canonical document without ``root``, so the same
         files frozen from another checkout or folder name hash the same."""
-        doc = self.to_json()
+        doc = fields_plain(self)
         del doc["root"]
         return sha256_hex(canonical_bytes(doc))
 
@@ -279,82 +264,57 @@ def build_manifest(
     return Manifest(os.fspath(root), tuple(includes), tuple(entries), tuple(found))
 
 
+def manifest_bytes(manifest: Manifest) -> bytes:
+    """The manifest file: canonical JSON with a trailing newline."""
+    return canonical_bytes(to_plain(manifest)) + b"\n"
+
+
 def write_manifest(manifest: Manifest, path: str | os.PathLike[str]) -> None:
-    """Write the manifest as canonical JSON with a trailing newline."""
-    write_bytes_atomic(path, canonical_bytes(manifest.to_json()) + b"\n")
-
-
-def _field(p: Path, where: str, obj: dict[str, Any], name: str, kind: type) -> Any:
-    value = obj.get(name)
-    # JSON true/false are Python bools, which are also ints: refuse them where a number belongs.
-    if name not in obj or not isinstance(value, kind) or isinstance(value, bool):
-        raise NeedlepointError(f"{p}: field '{where}{name}': missing or of the wrong type")
-    return value
+    """Write the manifest file (``manifest_bytes``)."""
+    write_bytes_atomic(path, manifest_bytes(manifest))
 
 
 # The last instant datetime can show (9999-12-31): later mtimes cannot be written as ISO dates.
 _MAX_MTIME_NS = 253_402_300_799 * 10**9
 
 
-def _relative(p: Path, where: str, path: str) -> str:
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _inside_root(entry: Fields) -> str:
     """A frozen path must stay inside its root: relative, no '..', no empty segment."""
-    parts = path.split("/")
-    if path.startswith("/") or any(s in ("", ".", "..") for s in parts) or "\0" in path:
-        raise NeedlepointError(
-            f"{p}: field '{where}path': {path[:80]!r} is not a path inside the root"
-        )
+    path = str(entry.text("path"))
+    if path.startswith("/") or any(s in ("", ".", "..") for s in path.split("/")) or "\0" in path:
+        raise entry.fail("path", f"{path[:80]!r} is not a path inside the root")
     return path
 
 
 def read_manifest(path: str | os.PathLike[str]) -> Manifest:
-    """Load a manifest written by :func:`write_manifest`; errors name the file and the field."""
+    """Load a manifest written by :func:`write_manifest`, checked field by field through
+    ``Fields``; an error names the file and the field."""
     p = Path(path)
-    doc = read_json(p, pipes=True)
-    if not isinstance(doc, dict):
-        raise NeedlepointError(f"{p}: expected a JSON object")
-    if doc.get("format") != MANIFEST_FORMAT:
-        raise NeedlepointError(
-            f"{p}: field 'format': expected '{MANIFEST_FORMAT}', found {doc.get('format')!r}"
-        )
-    root = _field(p, "", doc, "root", str)
-    includes = _field(p, "", doc, "includes", list)
-    if not all(isinstance(i, str) for i in includes):
-        raise NeedlepointError(f"{p}: field 'includes': expected strings")
+    f = Fields(read_json(p, pipes=True), str(p))
+    f.choice("format", (MANIFEST_FORMAT,))
+    root = f.text("root")
+    includes = f.array("includes", lambda v: isinstance(v, str), "a string")
     entries = []
-    for i, f in enumerate(_field(p, "", doc, "files", list)):
-        where = f"files[{i}]."
-        if not isinstance(f, dict):
-            raise NeedlepointError(f"{p}: field 'files[{i}]': expected an object")
-        link = f.get("link")
-        if link is not None and not isinstance(link, str):
-            raise NeedlepointError(f"{p}: field '{where}link': expected a string or null")
-        entry = ManifestEntry(
-            _relative(p, where, _field(p, where, f, "path", str)),
-            _field(p, where, f, "size", int),
-            _field(p, where, f, "mtime_ns", int),
-            _field(p, where, f, "sha256", str),
-            link,
-            f.get("outside_root", False),
-        )
-        if not isinstance(entry.outside_root, bool):
-            raise NeedlepointError(f"{p}: field '{where}outside_root': expected true or false")
-        if entry.size < 0 or not 0 <= entry.mtime_ns <= _MAX_MTIME_NS:
-            raise NeedlepointError(f"{p}: field '{where}mtime_ns': not a time from 1970 to 9999")
-        if len(entry.sha256) != 64 or set(entry.sha256) - set("0123456789abcdef"):
-            raise NeedlepointError(f"{p}: field '{where}sha256': expected a hex SHA-256")
-        entries.append(entry)
-    problems = []
-    for i, q in enumerate(doc.get("problems", [])):
-        if not isinstance(q, dict):
-            raise NeedlepointError(f"{p}: field 'problems[{i}]': expected an object")
-        where = f"problems[{i}]."
-        problems.append(
-            Problem(
-                _field(p, where, q, "path", str),
-                _field(p, where, q, "kind", str),
-                _field(p, where, q, "detail", str),
+    for i, item in enumerate(f.array("files", _is_object, "an object")):
+        e = Fields(item, str(p), f"files[{i}].")
+        entries.append(
+            ManifestEntry(
+                _inside_root(e),
+                e.integer("size", low=0),
+                e.integer("mtime_ns", low=0, high=_MAX_MTIME_NS),
+                e.sha256("sha256"),
+                e.text("link", optional=True),
+                bool(e.boolean("outside_root", optional=True)),
             )
         )
+    problems = []
+    for i, item in enumerate(f.array("problems", _is_object, "an object", optional=True) or []):
+        q = Fields(item, str(p), f"problems[{i}].")
+        problems.append(Problem(q.text("path"), q.text("kind"), q.text("detail")))
     return Manifest(root, tuple(includes), tuple(entries), tuple(problems))
 
 
@@ -365,19 +325,10 @@ MAX_TEXT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class ContextFile:
+class ContextFile(FileStamp):
     """One context file's text, with the modification time the checks go by."""
 
-    path: str
-    size: int
-    mtime_ns: int
-    sha256: str
     text: str
-
-    @property
-    def mtime(self) -> str:
-        """The modification time as an exact ISO 8601 UTC string."""
-        return iso_from_ns(self.mtime_ns)
 
 
 @dataclass(frozen=True)
@@ -394,13 +345,12 @@ class Verification:
     """Whether the files still hash as frozen in the manifest."""
 
     manifest_sha256: str
-    frozen_files: int
+    frozen_files: int = field(metadata=IN_MEMORY)
     changes: tuple[Change, ...]
+    verified: bool = field(init=False)  # nothing was missing, changed or added since the freeze
 
-    @property
-    def verified(self) -> bool:
-        """True when nothing was missing, changed or added since the freeze."""
-        return not self.changes
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verified", not self.changes)
 
     def sentence(self) -> str:
         """One line for reports."""
@@ -423,6 +373,19 @@ class Context:
     problems: tuple[Problem, ...]
     manifest: Manifest | None = None
     verification: Verification | None = None
+
+    @property
+    def ref(self) -> ContextRef:
+        """The context as a check's report names it."""
+        return ContextRef(self.source, len(self.files))
+
+
+@dataclass(frozen=True)
+class ContextRef:
+    """Which context a check read: its source and how many files it held."""
+
+    source: str
+    files: int
 
 
 # Problems that mean part of the context was not read: a check cannot pass over them (the gate

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from needlepoint.contamination.context import Context, Problem, Verification
+from needlepoint.contamination.context import Context, ContextRef, Problem, Verification
 from needlepoint.contamination.inputs import Discard, ReferencePair
 from needlepoint.errors import NeedlepointError
+from needlepoint.schema import IN_MEMORY
 
 _SINGLE = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _TOKEN = re.compile(rf"[^\W{_SINGLE}]+|.", re.DOTALL)
@@ -142,15 +142,24 @@ class OverlapMatch:
 
 @dataclass(frozen=True)
 class OverlapResult:
-    """All matches, the discards that did and did not apply, and the share already present."""
+    """All matches, the discards that did not apply, and the share of the reference already
+    present; its fields (with those derived from them) are its part of the report."""
 
     reference_count: int
     matches: tuple[OverlapMatch, ...]
     unused_discards: tuple[Discard, ...]
-    context_source: str
-    context_files: int
-    problems: tuple[Problem, ...]
+    context: ContextRef
     verification: Verification | None
+    problems: tuple[Problem, ...] = field(metadata=IN_MEMORY)
+    present_ids: tuple[str, ...] = field(init=False)  # with a kept match, in reference order
+    present: int = field(init=False)
+    share: float = field(init=False)  # of the reference present in the context after discards
+
+    def __post_init__(self) -> None:
+        ids = tuple(dict.fromkeys(m.reference_id for m in self.kept))
+        object.__setattr__(self, "present_ids", ids)
+        object.__setattr__(self, "present", len(ids))
+        object.__setattr__(self, "share", len(ids) / self.reference_count)
 
     @property
     def kept(self) -> tuple[OverlapMatch, ...]:
@@ -163,16 +172,6 @@ class OverlapResult:
         return tuple(m for m in self.matches if m.discard_reason is not None)
 
     @property
-    def present_ids(self) -> tuple[str, ...]:
-        """Reference ids with at least one kept match, in reference order."""
-        return tuple(dict.fromkeys(m.reference_id for m in self.kept))
-
-    @property
-    def share(self) -> float:
-        """Fraction of the reference present in the context after discards."""
-        return len(self.present_ids) / self.reference_count
-
-    @property
     def leaked(self) -> bool:
         """True when any reference answer remains in the context after discards."""
         return bool(self.present_ids)
@@ -180,49 +179,9 @@ class OverlapResult:
     def sentence(self) -> str:
         """One line for reports."""
         return (
-            f"{len(self.present_ids)} of {self.reference_count} reference answers present in "
+            f"{self.present} of {self.reference_count} reference answers present in "
             f"the context ({self.share:.0%}); {len(self.discarded)} match(es) discarded as chance"
         )
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready summary with every match and discard."""
-        return {
-            "reference_count": self.reference_count,
-            "present": len(self.present_ids),
-            "present_ids": list(self.present_ids),
-            "share": self.share,
-            "matches": [
-                {
-                    "reference_id": m.reference_id,
-                    "answer": m.answer,
-                    "file": m.file,
-                    "line": m.line,
-                    "text": m.text,
-                    "discard_reason": m.discard_reason,
-                }
-                for m in self.matches
-            ],
-            "unused_discards": [
-                {
-                    "reference_id": d.reference_id,
-                    "file": d.file,
-                    "line": d.file_line,
-                    "reason": d.reason,
-                }
-                for d in self.unused_discards
-            ],
-            "context": {"source": self.context_source, "files": self.context_files},
-            "verification": None
-            if self.verification is None
-            else {
-                "verified": self.verification.verified,
-                "manifest_sha256": self.verification.manifest_sha256,
-                "changes": [
-                    {"path": c.path, "kind": c.kind, "detail": c.detail}
-                    for c in self.verification.changes
-                ],
-            },
-        }
 
 
 def check_overlap(
@@ -236,10 +195,10 @@ def check_overlap(
     for d in discards:
         if d.reference_id not in known:
             raise NeedlepointError(
-                f"{d.source}:{d.line}: field 'reference_id': "
+                f"{d.source}:{d.source_line}: field reference_id: "
                 f"'{d.reference_id}' is not in the reference"
             )
-        reasons[(d.reference_id, d.file, d.file_line)] = d.reason
+        reasons[(d.reference_id, d.file, d.line)] = d.reason
     answers = {r.id: r.answer for r in reference}
     order = {r.id: i for i, r in enumerate(reference)}
     index = AnswerIndex(answers)
@@ -251,13 +210,7 @@ def check_overlap(
                 found.append(OverlapMatch(ref_id, hit.value, f.path, hit.line, hit.text, reason))
     found.sort(key=lambda m: (order[m.reference_id], m.file, m.line))
     used = {(m.reference_id, m.file, m.line) for m in found}
-    unused = tuple(d for d in discards if (d.reference_id, d.file, d.file_line) not in used)
+    unused = tuple(d for d in discards if (d.reference_id, d.file, d.line) not in used)
     return OverlapResult(
-        len(reference),
-        tuple(found),
-        unused,
-        context.source,
-        len(context.files),
-        context.problems,
-        context.verification,
+        len(reference), tuple(found), unused, context.ref, context.verification, context.problems
     )

@@ -106,5 +106,5 @@ def canary_frame(result: CanaryResult) -> pd.DataFrame:
 
 def findings_frame(report: ContaminationReport) -> pd.DataFrame:
     """Why the gate fails, one row per finding."""
-    rows = [{"check": f.check, "kind": f.kind, "message": f.message} for f in report.findings]
+    rows = [{"check": f.check, "kind": f.kind, "message": f.message} for f in report.gate.findings]
     return _frame(rows, ["check", "kind", "message"])
