@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import MAX_JSON_FILE_BYTES, parse_json
+from needlepoint.jsonio import MAX_JSON_FILE_BYTES, decode_utf8, parse_json
 from needlepoint.safeio import read_limited
 
 _MISSING = object()
@@ -329,14 +329,7 @@ def document_bytes(record: Any) -> bytes:
 
 def versioned_from_json(data: bytes | str, cls: type[R], fmt: str, version: int, where: str) -> R:
     """Read a versioned document, refusing another format or version and any malformed field."""
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise NeedlepointError(
-                f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
-    value = parse_json(data, where)
+    value = parse_json(decode_utf8(data, where) if isinstance(data, bytes) else data, where)
     if not isinstance(value, dict) or value.get("format") != fmt:
         found = value.get("format") if isinstance(value, dict) else None
         raise NeedlepointError(f"{where}: format {found!r} is not {fmt!r}")

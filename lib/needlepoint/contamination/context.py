@@ -444,7 +444,7 @@ def _read(
 def _from_manifest(source: str, manifest: Manifest) -> Context:
     root = Path(manifest.root)
     if not root.is_dir():
-        raise NeedlepointError(f"{source}: field 'root': '{manifest.root}' is not a directory here")
+        raise NeedlepointError(f"{source}: field root: '{manifest.root}' is not a directory here")
     problems = list(manifest.problems)
     changes: list[Change] = []
     files: list[ContextFile] = []

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import parse_json
+from needlepoint.jsonio import decode_utf8, jsonl_values
 from needlepoint.safeio import read_limited
 from needlepoint.schema import IN_MEMORY, Fields
 
@@ -90,15 +90,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         raise NeedlepointError(f"{p}: is a directory, expected a file")
     data = read_limited(p, MAX_INPUT_BYTES, pipes=True)  # a FIFO in a folder never blocks
-    offset = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        return data[offset:].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = offset + exc.start
-        line = data[:at].count(b"\n") + 1
-        raise NeedlepointError(
-            f"{p}:{line}: not UTF-8 (byte 0x{data[at]:02x} at offset {at})"
-        ) from None
+    return decode_utf8(data.removeprefix(codecs.BOM_UTF8), str(p), by_line=True)
 
 
 def parse_instant(text: str) -> int:
@@ -252,16 +244,11 @@ def _result_row(p: Path, line: int, obj: Any) -> ResultRow:
 def read_results(path: str | os.PathLike[str]) -> tuple[ResultRow, ...]:
     """Read a results JSONL file; an absent or null ``tool_calls`` is kept as None, not an error."""
     p = Path(path)
-    # read_text drops a leading BOM and names the line of a bad byte.
-    lines = read_text(p).split("\n")
-    if lines[-1] == "":
-        lines.pop()
     rows: list[ResultRow] = []
     seen: dict[tuple[str, str], int] = {}
-    for line, text in enumerate(lines, start=1):
-        if not text.strip():
-            raise NeedlepointError(f"{p}:{line}: empty line")
-        row = _result_row(p, line, parse_json(text, str(p), line))
+    # read_text drops a leading BOM and names the line of a bad byte.
+    for line, value in jsonl_values(read_text(p), str(p)):
+        row = _result_row(p, line, value)
         key = (row.run_id, row.question_id)
         if key in seen:
             raise NeedlepointError(

@@ -26,7 +26,7 @@ from needlepoint.design.schema import (
     check_manifest,
     check_plan,
     check_request,
-    jsonl_values,
+    read_jsonl,
     read_text,
 )
 from needlepoint.errors import NeedlepointError
@@ -127,12 +127,12 @@ class _Audit:
         check_file_sizes(root, p)
         text = read_text(root / "requests.jsonl")
         self.raw_lines = text.encode("utf-8").split(b"\n")
-        for number, line in jsonl_values(root / "requests.jsonl", text):
+        for number, line in read_jsonl(root / "requests.jsonl", text):
             check_request(line, f"{root / 'requests.jsonl'}:{number}")
         self.plan = check_plan(root / "plan.csv")
         self.keys = [
             check_answer(line, f"{root / 'answer_key.jsonl'}:{number}")
-            for number, line in jsonl_values(root / "answer_key.jsonl")
+            for number, line in read_jsonl(root / "answer_key.jsonl")
         ]
         self.manifest = check_manifest(
             read_json(root / "manifest.json"), str(root / "manifest.json")

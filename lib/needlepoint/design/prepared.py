@@ -44,8 +44,9 @@ SOURCE_MODULES = (
 
 
 @dataclass(frozen=True)
-class PlanRow:
-    """One row of plan.csv."""
+class PlanCell:
+    """Where one request sits in the design and in execution order: the columns of plan.csv
+    that every row of results.csv repeats."""
 
     seq: int
     block: int
@@ -55,6 +56,12 @@ class PlanRow:
     similarity: str
     condition: str
     order: str
+
+
+@dataclass(frozen=True)
+class PlanRow(PlanCell):
+    """One row of plan.csv."""
+
     request_sha256: str
 
 
@@ -118,11 +125,11 @@ def load_prepared(path: str | Path) -> Prepared:
     protocol = load_protocol_file(root)
     schema.check_file_sizes(root, protocol)
     bodies: dict[int, bytes] = {}
-    for number, line in schema.jsonl_values(root / "requests.jsonl"):
+    for number, line in schema.read_jsonl(root / "requests.jsonl"):
         schema.check_request(line, f"{root / 'requests.jsonl'}:{number}")
         bodies[line["seq"]] = canonical_bytes(line["body"])
     answer_key = {}
-    for number, line in schema.jsonl_values(root / "answer_key.jsonl"):
+    for number, line in schema.read_jsonl(root / "answer_key.jsonl"):
         schema.check_answer(line, f"{root / 'answer_key.jsonl'}:{number}")
         answer_key[line["seq"]] = line
     manifest = schema.check_manifest(read_json(root / "manifest.json"), str(root / "manifest.json"))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import parse_json
+from needlepoint.jsonio import decode_utf8, jsonl_values
 from needlepoint.safeio import read_limited
 from needlepoint.schema import Fields, is_int
 
@@ -338,12 +338,7 @@ def read_text(path: Path, limit: int = MAX_PREPARED_BYTES) -> str:
 
     A FIFO is refused without blocking, and a file larger than ``limit`` without being read.
     """
-    data = read_limited(path, limit)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise NeedlepointError(f"{path}:{line}: not UTF-8 ({exc.reason})") from None
+    return decode_utf8(read_limited(path, limit), str(path), by_line=True)
 
 
 def size_limits(protocol: dict[str, Any]) -> dict[str, int]:
@@ -462,15 +457,6 @@ def check_manifest(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def jsonl_values(path: Path, text: str | None = None) -> list[tuple[int, Any]]:
-    """``(line, value)`` for each line of a JSONL data file; a blank line is refused."""
-    text = read_text(path) if text is None else text
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    out = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise NeedlepointError(f"{path}:{number}: empty line")
-        out.append((number, parse_json(line, str(path), number)))
-    return out
+def read_jsonl(path: Path, text: str | None = None) -> list[tuple[int, Any]]:
+    """``(line, value)`` for each line of a JSONL data file (``text``, if already read)."""
+    return jsonl_values(read_text(path) if text is None else text, str(path))
