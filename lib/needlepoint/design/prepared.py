@@ -92,6 +92,7 @@ def materials_fingerprint(manifest: Any) -> str:
 
 
 def prepared_root(path: str | Path) -> Path:
+    """The folder ``path`` names, refused in one line when there is none."""
     root = Path(path)
     if not root.is_dir():
         raise NeedlepointError(f"{root}: no such prepared folder")
