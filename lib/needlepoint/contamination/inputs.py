@@ -228,17 +228,21 @@ def read_runs(path: str | os.PathLike[str]) -> tuple[Run, ...]:
 def _result_row(p: Path, line: int, obj: Any) -> ResultRow:
     f = Fields(obj, f"{p}:{line}")
     f.choice("format", (RESULTS_FORMAT,))
-    f.get("answer", optional=False)  # null (no answer given) is allowed, a missing field is not
-    return ResultRow(
+    return ResultRow(  # the fields checked in this order
         run_id=f.text("run_id", nonempty=True),
         condition=f.choice("condition", CONDITIONS),
         question_id=f.text("question_id", nonempty=True),
         closed=f.boolean("closed"),
         expected=f.text("expected", nonempty=True),
-        answer=f.text("answer", optional=True),
+        answer=_answer(f),
         tool_calls=f.integer("tool_calls", low=0, optional=True),
         line=line,
     )
+
+
+def _answer(f: Fields) -> str | None:
+    f.get("answer", optional=False)  # null (no answer given) is allowed, a missing field is not
+    return f.text("answer", optional=True)
 
 
 def read_results(path: str | os.PathLike[str]) -> tuple[ResultRow, ...]:
