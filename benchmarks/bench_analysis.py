@@ -38,8 +38,7 @@ from needlepoint.analysis.document import analyze_results
 from needlepoint.analysis.power import design_index, power_grid, simulate_runs
 from needlepoint.analysis.primary import decide
 from needlepoint.analysis.record import AnalysisParameters
-from needlepoint.design.freeze import prepare
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.design.protocol import reference_protocol
 
 SEED = 20260930

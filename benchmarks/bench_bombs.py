@@ -130,7 +130,7 @@ def main() -> None:
     if args.measure:
         measure(*args.measure)
         return
-    from needlepoint.design.freeze import prepare
+    from needlepoint.design.prepared import prepare
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from needlepoint.contamination.context import load_context
-from needlepoint.contamination.formats import ReferencePair
+from needlepoint.contamination.inputs import ReferencePair
 from needlepoint.contamination.overlap import check_overlap
 
 WORDS = (

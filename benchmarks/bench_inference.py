@@ -48,7 +48,7 @@ TIMER = textwrap.dedent(
 
 def make_run(root: Path) -> Path:
     """A simulated 128-request run of the reference protocol (the pipeline's own default)."""
-    from needlepoint.design.freeze import prepare
+    from needlepoint.design.prepared import prepare
     from needlepoint.run.modes import run_step
 
     prepare(root / "prepared")

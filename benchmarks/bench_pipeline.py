@@ -29,8 +29,7 @@ from needlepoint.compare.simulated import simulate_variants
 from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
 from needlepoint.design import views as dv
 from needlepoint.design.audit import audit_prepared
-from needlepoint.design.freeze import prepare
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.design.verify import verify_prepared
 from needlepoint.notebook.pipeline import NOTEBOOKS, run_pipeline
 from needlepoint.pilot.calibrate import CalibrationOptions

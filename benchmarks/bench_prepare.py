@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from needlepoint.design.audit import audit_prepared
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.design.verify import verify_prepared
 from needlepoint.jsonio import file_sha256
 

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from needlepoint.design.freeze import prepare
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
 

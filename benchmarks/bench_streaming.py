@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=8, help="length of each long answer, in MiB")
     args = parser.parse_args()
     os.environ[KEY_ENV] = "bench-key-123456"
-    from needlepoint.design.freeze import prepare
+    from needlepoint.design.prepared import prepare
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run.sweep import read_sweep, run_sweep
 
 LOOPBACK = Path(__file__).resolve().parent.parent / "tests" / "support" / "loopback.py"

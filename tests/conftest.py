@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import tqdm
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,10 +9,9 @@ import pytest
 
 from needlepoint.analysis import power
 from needlepoint.analysis.results_table import RESULTS_FIELD_LIMIT
-from needlepoint.contamination.context import MAX_TEXT_BYTES
-from needlepoint.contamination.select import MAX_DEPTH as WALK_DEPTH
-from needlepoint.contamination.select import MAX_ENTRIES
-from needlepoint.design import protocol_schema as ps
+from needlepoint.contamination.context import MAX_DEPTH as WALK_DEPTH
+from needlepoint.contamination.context import MAX_ENTRIES, MAX_TEXT_BYTES
+from needlepoint.design import schema
 from needlepoint.jsonio import MAX_JSON_DEPTH
 from needlepoint.run import interpret
 from needlepoint.run.options import DEFAULT_TIMEOUT_S, MIN_KEY_LENGTH
@@ -54,20 +53,23 @@ ROWS = limits_rows()
         ("key length", f"at least {MIN_KEY_LENGTH} characters"),
         ("a `results.csv` cell read back by `analyze --results`", f"{RESULTS_FIELD_LIMIT // MIB}"),
         ("runs in `SWEEP.json`", f"{MAX_RUNS};"),
-        ("`cases`", f"{ps.MAX_CASES:,}"),
-        ("each of `lengths`", f"{ps.MAX_LENGTH:,} records"),
-        ("number of `lengths`", f"{ps.MAX_LENGTHS}"),
-        ("`orders`", f"{ps.MAX_ORDERS}"),
-        ("requests (`cases × len(lengths) × 2 × 4`)", f"{ps.MAX_REQUESTS:,}"),
-        ("estimated `requests.jsonl` plus `answer_key.jsonl`", f"{ps.MAX_PREPARED_BYTES // MIB}"),
-        ("`places × sites × qualifiers`", f"{ps.MAX_NAME_SPACE:,}"),
-        ("words per pool", f"{ps.MAX_POOL:,}"),
-        ("each template", f"{ps.MAX_TEMPLATE_CHARS:,} characters"),
+        ("`cases`", f"{schema.MAX_CASES:,}"),
+        ("each of `lengths`", f"{schema.MAX_LENGTH:,} records"),
+        ("number of `lengths`", f"{schema.MAX_LENGTHS}"),
+        ("`orders`", f"{schema.MAX_ORDERS}"),
+        ("requests (`cases × len(lengths) × 2 × 4`)", f"{schema.MAX_REQUESTS:,}"),
+        (
+            "estimated `requests.jsonl` plus `answer_key.jsonl`",
+            f"{schema.MAX_PREPARED_BYTES // MIB}",
+        ),
+        ("`places × sites × qualifiers`", f"{schema.MAX_NAME_SPACE:,}"),
+        ("words per pool", f"{schema.MAX_POOL:,}"),
+        ("each template", f"{schema.MAX_TEMPLATE_CHARS:,} characters"),
         ("`max_tokens`, `max_completion_tokens`", "2^31 − 1"),
-        ("`analysis.bootstrap_resamples`", f"{ps.MAX_RESAMPLES:,}"),
+        ("`analysis.bootstrap_resamples`", f"{schema.MAX_RESAMPLES:,}"),
         (
             "Monte Carlo bootstrap memory (`resamples × cases × 12` bytes)",
-            f"{ps.MAX_BOOTSTRAP_BYTES // GIB} GiB",
+            f"{schema.MAX_BOOTSTRAP_BYTES // GIB} GiB",
         ),
     ],
 )
@@ -76,7 +78,7 @@ def test_each_documented_limit_is_the_codes(what: str, limit: str) -> None:
 
 
 def test_the_token_limits_are_the_documented_powers() -> None:
-    assert (interpret.MAX_TOKENS, ps.MAX_TOKENS) == (2**53, 2**31 - 1)
+    assert (interpret.MAX_TOKENS, schema.MAX_TOKENS) == (2**53, 2**31 - 1)
 
 
 def test_the_strict_json_rule_names_the_depth() -> None:

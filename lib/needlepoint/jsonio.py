@@ -77,11 +77,19 @@ def read_json(path: str | os.PathLike[str], *, follow: bool = True, pipes: bool 
     """
     p = Path(path)
     data = read_limited(p, MAX_JSON_FILE_BYTES, follow=follow, pipes=pipes)
+    return parse_json(decode_utf8(data, str(p)), str(p))
+
+
+def decode_utf8(data: bytes, where: str, *, by_line: bool = False) -> str:
+    """An input file's bytes as text; bytes that are not UTF-8 are refused in one line naming
+    ``where`` (with ``by_line``, the line they are on too), the reason and the byte offset."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return parse_json(text, str(p))
+        if by_line:
+            line = data[: exc.start].count(b"\n") + 1
+            where = f"{where}:{line}"
+        raise NeedlepointError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
 def parse_json(text: str, where: str, line: int | None = None) -> Any:
@@ -140,6 +148,20 @@ def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def jsonl_values(text: str, where: str) -> list[tuple[int, Any]]:
+    """``(line, value)`` for each line of a JSONL file's text, each parsed strictly; a blank line
+    is refused (a final newline is not a line)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise NeedlepointError(f"{where}:{number}: empty line")
+        out.append((number, parse_json(line, where, number)))
+    return out
 
 
 def jsonl_bytes(values: Iterable[Any]) -> bytes:

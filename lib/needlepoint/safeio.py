@@ -8,8 +8,10 @@ a planted symbolic link (``results.csv.tmp -> ~/.bashrc``) or a FIFO. Therefore:
   itself and never writes through it, and a failed write removes its temporary file;
 - an append (a journal, ``provenance.jsonl``) opens with ``O_NOFOLLOW``;
 - a symbolic link or a non-regular file where a record should be is refused in one line;
-- the files of one analysis are written into a temporary sibling folder that replaces the old
-  one in one step, so a reader (or an interrupted run) never sees old and new files mixed.
+- the files of one analysis or comparison are written into a fresh temporary sibling folder
+  that then replaces the old output folder in one step (two renames with Ctrl-C held back
+  between them), so an interrupted analysis leaves the earlier one whole and a reader never
+  sees new figures beside an old ``analysis.json``.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
+import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -235,6 +239,83 @@ def shared_lock(path: str | os.PathLike[str]) -> Iterator[bool]:
         yield live
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C back for a few system calls that must happen together (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+# What a command writes into an output folder it owns: documents, tables and figures.
+OUTPUT_SUFFIXES = (".json", ".md", ".png", ".csv")
+
+
+def is_output_file(name: str) -> bool:
+    """Whether ``name`` looks like a file an analysis or comparison writes (and may replace)."""
+    return name.endswith(OUTPUT_SUFFIXES) and not name.startswith(".")
+
+
+@contextlib.contextmanager
+def replaced_folder(target: str | os.PathLike[str], owned: Callable[[str], bool]) -> Iterator[Path]:
+    """Yield a fresh temporary sibling folder; when the block ends, it replaces ``target``.
+
+    The files of one analysis therefore land together or not at all. An existing ``target``
+    is replaced only if every entry in it is a file ``owned(name)`` accepts (an earlier output
+    of the same command); anything else there, or a link at ``target``, is refused first.
+    """
+    out = Path(target)
+    if out.is_symlink():
+        raise NeedlepointError(f"{out}: is a symbolic link; an output folder is never a link")
+    if out.exists():
+        if not out.is_dir():
+            raise NeedlepointError(f"{out}: exists and is not a folder")
+        for name in sorted(os.listdir(out)):
+            if not owned(name) or not stat.S_ISREG(os.lstat(out / name).st_mode):
+                raise NeedlepointError(
+                    f"{out}: holds {name!r}, which this command did not write; it replaces the "
+                    "folder whole, so choose an empty or new folder"
+                )
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".new"))
+    except OSError as exc:
+        raise NeedlepointError(f"{out}: cannot create ({exc.strerror})") from None
+    try:
+        os.chmod(fresh, 0o777 & ~umask())
+        yield fresh
+        _swap(fresh, out)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+
+
+def _swap(fresh: Path, out: Path) -> None:
+    old = None
+    try:
+        with _sigint_deferred():
+            if out.exists():
+                old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".old"))
+                os.replace(out, old)
+            try:
+                os.replace(fresh, out)
+            except OSError:
+                if old is not None:  # put the earlier output back: never neither
+                    os.replace(old, out)
+                    old = None
+                raise
+    except OSError as exc:
+        raise NeedlepointError(f"{out}: cannot replace ({exc.strerror})") from None
+    fsync_dir(out.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def relative_path(target: str | os.PathLike[str], start: str | os.PathLike[str]) -> str:

@@ -1,10 +1,15 @@
-"""One codec between frozen dataclasses and JSON values, for every versioned record on disk.
+"""Every typed file on disk: one codec between frozen dataclasses and JSON, and ``Fields``.
 
 A record is a frozen dataclass whose field names are its JSON keys and whose type hints say what
 each value may be. Writing turns it into plain dicts, lists and scalars; reading checks every
 key and type against the hints and refuses anything else with one line naming the field, so a
 hand-edited or foreign file never half-loads. A record that stores some keys flattened (one key
 per condition order, say) overrides ``to_plain`` and ``from_plain`` for itself.
+
+An input file whose shape is a rule rather than a record (a protocol, a journal line) is read
+through ``Fields``: each accessor checks one field's presence, type and range, and a refusal is
+``FILE[:LINE]: field NAME: problem`` (exit 2), never a traceback later. Nested objects get their
+own ``Fields`` with a dotted prefix, so the message names the full path.
 """
 
 from __future__ import annotations
@@ -12,15 +17,174 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import types
 import typing
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.fields import is_number
-from needlepoint.jsonio import MAX_JSON_FILE_BYTES, parse_json
+from needlepoint.jsonio import MAX_JSON_FILE_BYTES, decode_utf8, parse_json
 from needlepoint.safeio import read_limited
+
+_MISSING = object()
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of a Python value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer: an int that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    """A finite JSON number: a float that is not NaN or infinite, or an integer small enough to
+    become one exactly (|n| <= 2^53); not a boolean."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= 2**53
+    return math.isfinite(value)
+
+
+class Fields:
+    """One JSON object of a file; each accessor checks a field's presence and type."""
+
+    def __init__(self, obj: Any, where: str, prefix: str = "") -> None:
+        self.where, self.prefix = where, prefix
+        if not isinstance(obj, dict):
+            name = prefix.rstrip(".") or "document"
+            raise NeedlepointError(
+                f"{where}: field {name}: expected an object, found {type_name(obj)}"
+            )
+        self.obj = obj
+
+    def fail(self, name: str, problem: str) -> NeedlepointError:
+        """The one-line error for field ``name`` of this object."""
+        return NeedlepointError(f"{self.where}: field {self.prefix}{name}: {problem}")
+
+    def get(self, name: str, optional: bool) -> Any:
+        value = self.obj.get(name, _MISSING)
+        if value is _MISSING:
+            if optional:
+                return None
+            raise self.fail(name, "missing")
+        return value
+
+    def _check(self, name: str, ok: Callable[[Any], bool], what: str, optional: bool) -> Any:
+        value = self.get(name, optional)
+        if value is None and optional:
+            return None
+        if not ok(value):
+            raise self.fail(name, f"expected {what}, found {type_name(value)}")
+        return value
+
+    def integer(
+        self, name: str, *, low: int | None = None, high: int | None = None, optional: bool = False
+    ) -> Any:
+        """An integer, optionally within ``low..high`` (inclusive); None only if optional."""
+        value = self._check(name, is_int, "an integer", optional)
+        if value is not None:
+            self._range(name, value, low, high)
+        return value
+
+    def number(
+        self,
+        name: str,
+        *,
+        low: float | None = None,
+        high: float | None = None,
+        optional: bool = False,
+    ) -> Any:
+        """A finite number (integer or not), optionally within ``low..high``."""
+        value = self._check(name, is_number, "a finite number", optional)
+        if value is not None:
+            self._range(name, value, low, high)
+        return value
+
+    def _range(self, name: str, value: Any, low: Any, high: Any) -> None:
+        if low is not None and value < low:
+            raise self.fail(name, f"{value!r} is below the minimum {low}")
+        if high is not None and value > high:
+            raise self.fail(name, f"{value!r} is above the maximum {high}")
+
+    def text(self, name: str, *, nonempty: bool = False, optional: bool = False) -> Any:
+        """A string (non-empty when asked); None only if optional."""
+        value = self._check(name, lambda v: isinstance(v, str), "a string", optional)
+        if nonempty and value == "":
+            raise self.fail(name, "must not be empty")
+        return value
+
+    def boolean(self, name: str, *, optional: bool = False) -> Any:
+        return self._check(name, lambda v: isinstance(v, bool), "true or false", optional)
+
+    def choice(self, name: str, options: Sequence[Any], *, optional: bool = False) -> Any:
+        """One of ``options`` (compared with their types, so 1 is not True)."""
+        value = self.get(name, optional)
+        if value is None and optional:
+            return None
+        if not any(type(value) is type(o) and value == o for o in options):
+            shown = ", ".join(repr(o) for o in options)
+            raise self.fail(name, f"{value!r} is not one of {shown}")
+        return value
+
+    def sha256(self, name: str, *, optional: bool = False) -> Any:
+        """A lower-case hex SHA-256 digest."""
+        value = self.text(name, optional=optional)
+        if value is not None and (
+            len(value) != 64 or any(c not in "0123456789abcdef" for c in value)
+        ):
+            raise self.fail(name, "expected a lower-case hex SHA-256 digest")
+        return value
+
+    def nested(self, name: str, *, optional: bool = False) -> Fields | None:
+        """A nested object as ``Fields``."""
+        value = self._check(name, lambda v: isinstance(v, dict), "an object", optional)
+        return None if value is None else Fields(value, self.where, f"{self.prefix}{name}.")
+
+    def array(
+        self,
+        name: str,
+        item: Callable[[Any], bool] | None = None,
+        what: str = "",
+        *,
+        nonempty: bool = False,
+        optional: bool = False,
+    ) -> Any:
+        """A list whose every element passes ``item`` (described by ``what``)."""
+        value = self._check(name, lambda v: isinstance(v, list), "a list", optional)
+        if value is None:
+            return None
+        if nonempty and not value:
+            raise self.fail(name, "must not be empty")
+        if item is not None:
+            for i, element in enumerate(value):
+                if not item(element):
+                    raise self.fail(f"{name}[{i}]", f"expected {what}, found {type_name(element)}")
+        return value
+
+    def only(self, names: Sequence[str]) -> None:
+        """Refuse fields that the schema does not name."""
+        extra = sorted(set(self.obj) - set(names))
+        if extra:
+            raise self.fail(extra[0], "unknown field")
+
 
 R = TypeVar("R")
 
@@ -39,9 +203,19 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+# Metadata of a field a record keeps for its own use only (a time in nanoseconds beside the ISO
+# text the document shows, say): ``dataclasses.field(metadata=IN_MEMORY)``. Writing leaves it
+# out, so such a record is written, never read back.
+IN_MEMORY = {"plain": False}
+
+
 def fields_plain(record: Any) -> dict[str, Any]:
     """A record's fields as a JSON object, in field order, without any ``to_plain`` override."""
-    return {f.name: to_plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    return {
+        f.name: to_plain(getattr(record, f.name))
+        for f in dataclasses.fields(record)
+        if f.metadata.get("plain", True)
+    }
 
 
 @functools.cache
@@ -155,14 +329,7 @@ def document_bytes(record: Any) -> bytes:
 
 def versioned_from_json(data: bytes | str, cls: type[R], fmt: str, version: int, where: str) -> R:
     """Read a versioned document, refusing another format or version and any malformed field."""
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise NeedlepointError(
-                f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
-    value = parse_json(data, where)
+    value = parse_json(decode_utf8(data, where) if isinstance(data, bytes) else data, where)
     if not isinstance(value, dict) or value.get("format") != fmt:
         found = value.get("format") if isinstance(value, dict) else None
         raise NeedlepointError(f"{where}: format {found!r} is not {fmt!r}")

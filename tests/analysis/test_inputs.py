@@ -326,7 +326,7 @@ def test_a_re_chained_journal_row_is_named_by_its_line_in_the_re_derived_table(
 def test_a_pilots_prepared_folder_is_never_read_as_a_main_run(
     tmp_path: Path, prepared: Prepared
 ) -> None:
-    from needlepoint.design.freeze import prepare_protocol
+    from needlepoint.design.prepared import prepare_protocol
 
     protocol = {**prepared.protocol, "version": 2, "rationale": {"kind": "pilot"}}
     folder = prepare_protocol(tmp_path / "pilot", protocol)

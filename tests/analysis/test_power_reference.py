@@ -30,7 +30,7 @@ from needlepoint.analysis.power import (
     simulate_runs,
 )
 from needlepoint.analysis.record import AnalysisParameters
-from needlepoint.design import order
+from needlepoint.design import generate
 from needlepoint.design.protocol import reference_protocol
 from needlepoint.errors import NeedlepointError
 
@@ -298,8 +298,8 @@ def test_the_grid_seed_and_case_count_both_seed_the_draws() -> None:
 
 
 def test_an_execution_plan_that_misses_a_cell_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = order.execution_plan
-    monkeypatch.setattr(order, "execution_plan", lambda p: real(p)[:-1])
+    real = generate.execution_plan
+    monkeypatch.setattr(generate, "execution_plan", lambda p: real(p)[:-1])
     with pytest.raises(NeedlepointError) as info:
         design_index(PROTOCOL, 2)
     assert str(info.value) == "power: the execution plan does not cover every cell"

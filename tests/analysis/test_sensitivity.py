@@ -86,7 +86,7 @@ def test_the_protocols_stop_rule_is_named_when_the_model_has_none() -> None:
 
 
 def test_a_prepared_folders_protocol_replaces_the_reference(tmp_path: Path) -> None:
-    from needlepoint.design.freeze import prepare_protocol
+    from needlepoint.design.prepared import prepare_protocol
 
     protocol = reference_protocol()
     protocol["runner"]["max_consecutive_failures"] = 5
@@ -174,8 +174,7 @@ def test_without_a_model_or_a_study_the_defaults_are_used(monkeypatch: pytest.Mo
 
 
 def test_the_power_table_is_simulated_under_the_prepared_protocol(tmp_path: Path) -> None:
-    from needlepoint.design.freeze import prepare_protocol
-    from needlepoint.design.prepared import load_prepared
+    from needlepoint.design.prepared import load_prepared, prepare_protocol
 
     protocol = reference_protocol()
     protocol["analysis"]["threshold"] = 0.4

@@ -16,7 +16,7 @@ import pytest
 from support.fuzz import SMALL, bad_outcome, run_cli
 from support.pilots import design_file, simulated_pilot
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,7 @@ from needlepoint.analysis.document import analyze_run
 from needlepoint.cli.app import main
 from needlepoint.compare.document import compare_runs
 from needlepoint.compare.record import MIXED_LABEL, from_json, read_comparison, to_json
-from needlepoint.design.freeze import prepare
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol

@@ -23,7 +23,7 @@ from needlepoint.compare.build import run_names
 from needlepoint.compare.document import compare_runs
 from needlepoint.compare.record import from_json, to_json
 from needlepoint.compare.summary import comparison_markdown
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol

@@ -7,7 +7,7 @@ from pathlib import Path
 from support.contamination import result, results
 
 from needlepoint.contamination.canary import check_canary
-from needlepoint.contamination.formats import read_results
+from needlepoint.contamination.inputs import read_results
 
 
 def canary(tmp_path: Path, rows: list[dict]):
@@ -32,7 +32,7 @@ def test_clean_room_scoring_zero_and_tool_use_inside_is_clean(tmp_path: Path) ->
 
 def test_clean_room_exact_answer_is_a_dead_canary(tmp_path: Path) -> None:
     c = canary(tmp_path, [result(run_id="cr", condition="clean-room", tool_calls=0)])
-    assert c.dead_canary and [r.run_id for r in c.dead] == ["cr"]
+    assert [r.run_id for r in c.dead_canary] == ["cr"]
 
 
 def test_exact_closed_answer_with_zero_tool_calls_is_a_leak(tmp_path: Path) -> None:

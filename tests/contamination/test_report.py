@@ -189,7 +189,7 @@ def test_file_after_the_last_run_is_a_notice_not_a_failure(tmp_path: Path, run_c
         (lambda f: f["runs"].write_bytes(b"format,run_id\n\xff\n"), "runs.csv:2: not UTF-8"),
         (
             lambda f: f["results"].write_text('{"format": "contamination-results/1"}\n'),
-            "results.jsonl:1: field 'run_id': missing",
+            "results.jsonl:1: field run_id: missing",
         ),
         (
             lambda f: f["ref"].write_text("format,id,question,answer\nx,y\n"),

@@ -15,16 +15,15 @@ from needlepoint.cli import main
 from needlepoint.design import profiles
 from needlepoint.design import protocol as protocol_mod
 from needlepoint.design.audit import audit_prepared
-from needlepoint.design.freeze import generate, load_protocol, prepare
-from needlepoint.design.identity import (
-    DESIGN_FIELDS,
-    EXECUTION_FIELDS,
-    LABEL_FIELDS,
-    VARIANT_FIELDS,
+from needlepoint.design.generate import generate
+from needlepoint.design.prepared import load_prepared, load_protocol, prepare
+from needlepoint.design.protocol import (
     design_fingerprint,
+    load_override,
+    reference_protocol,
+    validate,
 )
-from needlepoint.design.prepared import load_prepared
-from needlepoint.design.protocol import load_override, reference_protocol, validate
+from needlepoint.design.schema import DESIGN_FIELDS, EXECUTION_FIELDS, LABEL_FIELDS, VARIANT_FIELDS
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex

@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from needlepoint.design import materials
+from needlepoint.design import generate
 from needlepoint.design.audit import audit_prepared
-from needlepoint.design.freeze import prepare
-from needlepoint.design.java_random import JavaRandom
-from needlepoint.design.order import execution_plan, shuffled_cases
-from needlepoint.design.prepared import DATA_FILES, load_prepared
+from needlepoint.design.generate import execution_plan, shuffled_cases
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.design.protocol import load_override, reference_protocol, validate
+from needlepoint.design.schema import DATA_FILES
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes
+from needlepoint.rand import JavaRandom
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "PROTOCOL.md"
@@ -95,8 +95,8 @@ def _observe_redraws(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     rejected: list[tuple[str, str, int, str]] = []
     real_next, real_code, real_target = (
         JavaRandom.nextInt,
-        materials._Drawer.code,
-        materials._Drawer.target,
+        generate._Drawer.code,
+        generate._Drawer.target,
     )
 
     def next_int(self: JavaRandom, bound: int | None = None) -> int:
@@ -104,7 +104,7 @@ def _observe_redraws(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         draws.append(value)
         return value
 
-    def code(self: materials._Drawer) -> str:
+    def code(self: generate._Drawer) -> str:
         start = len(draws)
         value = real_code(self)
         for n in range(start, len(draws) - 1):
@@ -114,7 +114,7 @@ def _observe_redraws(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         codes.append(value)
         return value
 
-    def target(self: materials._Drawer, taken: set[str]) -> tuple[str, str, str]:
+    def target(self: generate._Drawer, taken: set[str]) -> tuple[str, str, str]:
         start = len(draws)
         value = real_target(self, taken)
         for n in range(start, len(draws) - 1):
@@ -125,9 +125,9 @@ def _observe_redraws(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         return value
 
     monkeypatch.setattr(JavaRandom, "nextInt", next_int)
-    monkeypatch.setattr(materials._Drawer, "code", code)
-    monkeypatch.setattr(materials._Drawer, "target", target)
-    cases = materials.generate_cases(protocol)
+    monkeypatch.setattr(generate._Drawer, "code", code)
+    monkeypatch.setattr(generate._Drawer, "target", target)
+    cases = generate.generate_cases(protocol)
     return {
         "rejected": rejected,
         "targets": targets,
@@ -309,9 +309,9 @@ def test_templates_are_literal_and_name_is_replaced_after_records_only() -> None
     for user, question in (("{records}\nwho is {name}? {code}", "\nwho is {target}? {{code}}"),):
         p["templates"] = {"system": "plain", "record": "{{{name}}} {0} {code}", "user": user}
         validate(p)
-        case = materials.generate_cases(p)[0]
+        case = generate.generate_cases(p)[0]
         bg = case.backgrounds[0]
-        body = materials.RequestBuilder(p).build(case, bg, "low", "B").body
+        body = generate.RequestBuilder(p).build(case, bg, "low", "B").body
         records = [(case.target_name, case.target_code), *zip(bg.names, bg.codes, strict=True)]
         expected = user.split("{records}")[0] + "\n".join(
             "{{" + name + "}} {0} " + code for name, code in records

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from needlepoint.design.freeze import generate, prepare
+from needlepoint.design.generate import generate
+from needlepoint.design.prepared import prepare
 from needlepoint.design.protocol import is_pilot, load_override, reference_protocol, validate
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from needlepoint.design import profiles
-from needlepoint.design.materials import _Drawer
+from needlepoint.design.generate import _Drawer
 from needlepoint.errors import NeedlepointError
 
 
@@ -119,7 +119,7 @@ def _seed_whose_first_31_bits_are(u: int) -> int:
 @pytest.mark.parametrize("u", [2_147_483_646, 2_147_483_647])
 def test_next_int_3_rejects_the_draws_past_the_last_whole_multiple(u: int) -> None:
     # Java rejects u when u - u % 3 + 2 overflows an int: for bound 3 only these two draws.
-    from needlepoint.design.java_random import JavaRandom
+    from needlepoint.rand import JavaRandom
 
     seed = _seed_whose_first_31_bits_are(u)
     probe = JavaRandom(seed)
@@ -133,7 +133,7 @@ def test_next_int_3_rejects_the_draws_past_the_last_whole_multiple(u: int) -> No
 def test_a_case_whose_near_names_do_not_fill_the_slots_is_refused() -> None:
     import dataclasses
 
-    from needlepoint.design.materials import RequestBuilder, generate_cases
+    from needlepoint.design.generate import RequestBuilder, generate_cases
     from needlepoint.design.protocol import reference_protocol
 
     protocol = dict(reference_protocol(), cases=1)
@@ -179,7 +179,7 @@ def test_neighbours_differ_in_exactly_one_character_of_the_same_length() -> None
 
 
 def test_bigrams_are_every_two_character_substring() -> None:
-    from needlepoint.design.materials import bigrams
+    from needlepoint.design.generate import bigrams
 
     assert bigrams("abcd") == {"ab", "bc", "cd"}
     assert bigrams("a") == set()

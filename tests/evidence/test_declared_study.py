@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from needlepoint.cli.app import main
-from needlepoint.design.prepared import load_prepared, protocol_bytes
+from needlepoint.design.prepared import load_prepared
+from needlepoint.design.protocol import protocol_bytes
 from needlepoint.jsonio import file_sha256, read_json
 from needlepoint.local.compare import attempted
 from needlepoint.pilot.calibrate import CalibrationOptions, calibrate

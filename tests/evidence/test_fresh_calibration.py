@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from needlepoint.design.materials import generate_cases
+from needlepoint.design.generate import generate_cases
 from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
 from needlepoint.pilot.heldout import index_materials, request_hashes
 from needlepoint.study.fresh import designs_run, records_for

@@ -12,9 +12,9 @@ import pytest
 
 from needlepoint.cli import main
 from needlepoint.design.audit import audit_prepared
-from needlepoint.design.freeze import generate
-from needlepoint.design.prepared import DATA_FILES
+from needlepoint.design.generate import generate
 from needlepoint.design.protocol import reference_protocol
+from needlepoint.design.schema import DATA_FILES
 from needlepoint.design.verify import verify_prepared
 
 ROOT = Path(__file__).resolve().parents[2] / "evidence"
@@ -53,9 +53,10 @@ def test_folders_prepared_before_the_stage_packages_still_verify(
 def test_reference_evidence_manifest_records_the_v1_design_fingerprint() -> None:
     import json
 
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.protocol import design_fingerprint
 
-    manifest = json.loads((ROOT / "20261130-simulated-reference/prepared/manifest.json").read_text())
+    reference = ROOT / "20261130-simulated-reference"
+    manifest = json.loads((reference / "prepared" / "manifest.json").read_text())
     assert manifest["design_fingerprint"] == design_fingerprint(reference_protocol())
     offline = json.loads((EVIDENCE / "manifest.json").read_text())
     assert manifest["files"] == offline["files"]  # the v1 materials and protocol fingerprint

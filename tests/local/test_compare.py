@@ -150,7 +150,7 @@ def test_refuses_to_resume_with_other_settings(tmp_path, capsys, fakes, monkeypa
 
 
 def test_refuses_a_prepared_folder_from_another_protocol(tmp_path, capsys, fakes):
-    from needlepoint.design.freeze import prepare
+    from needlepoint.design.prepared import prepare
 
     folder = tmp_path / f"{DATE}-cmp"
     compare.check_marker(Layout(folder), PROTOCOL, compare.DEFAULT_ENTRANTS, 4096)

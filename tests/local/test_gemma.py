@@ -115,8 +115,8 @@ def test_gemma_is_a_known_base_model_pinned_and_installed_by_make():
 
 
 def test_committed_gemma_protocol_is_a_completion_variant_with_a_chat_twin(tmp_path):
-    from needlepoint.design.freeze import load_protocol
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.prepared import load_protocol
+    from needlepoint.design.protocol import design_fingerprint
 
     path = ROOT / "protocols" / "local-gemma3.json"
     gemma = load_protocol(path)
@@ -170,7 +170,7 @@ def test_completions_honour_stop(server):
 
 @live
 def test_completion_variant_runs_end_to_end(server, tmp_path, monkeypatch):
-    from needlepoint.design.freeze import prepare
+    from needlepoint.design.prepared import prepare
     from needlepoint.local.tokens import check_token_counts
     from needlepoint.run.audit import audit_run
     from needlepoint.run.options import RunOptions

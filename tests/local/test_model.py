@@ -151,7 +151,7 @@ def test_require_token_counts_refuses_missing_stale_and_wrong_context(tmp_path):
 
 def _mini_prepared(root: Path, max_tokens: int) -> Path:
     """A mini protocol naming the served model: 4 cases x 12 records x low/high x BMEA."""
-    from needlepoint.design.freeze import prepare
+    from needlepoint.design.prepared import prepare
 
     override = {
         "version": 900,

@@ -11,8 +11,8 @@ import pytest
 from support.pilots import design_file, simulated_pilot
 
 from needlepoint.analysis.power import PowerStudy, power_grid
-from needlepoint.design.freeze import prepare
-from needlepoint.design.materials import generate_cases
+from needlepoint.design.generate import generate_cases
+from needlepoint.design.prepared import prepare
 from needlepoint.design.protocol import load_override
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError

@@ -11,7 +11,7 @@ from support.pilots import design_file, simulated_pilot
 
 from needlepoint.analysis.inputs import from_results_csv, from_run
 from needlepoint.cli.app import main
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.design.protocol import is_pilot
 from needlepoint.errors import NeedlepointError
 from needlepoint.pilot.folder import read_design

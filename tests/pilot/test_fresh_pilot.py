@@ -14,7 +14,7 @@ from pathlib import Path
 from support.pilots import design_file
 
 from needlepoint.cli import main
-from needlepoint.design.materials import generate_cases
+from needlepoint.design.generate import generate_cases
 from needlepoint.pilot import heldout
 from needlepoint.pilot.record import read_pilot_record
 

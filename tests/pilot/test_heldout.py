@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.pilots import design_file, simulated_pilot
 
-from needlepoint.design.materials import generate_cases
+from needlepoint.design.generate import generate_cases
 from needlepoint.design.prepared import load_prepared
 from needlepoint.design.protocol import load_override, reference_protocol
 from needlepoint.errors import NeedlepointError

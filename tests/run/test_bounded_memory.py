@@ -19,7 +19,7 @@ import pytest
 from support.fuzz import SMALL
 from support.runner import KEY_ENV, SENTINEL, live, server_for
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 
 ANSWER_BYTES = 2 << 20  # each long answer
 LONG_ANSWERS = 16  # a journal of about 64 MiB

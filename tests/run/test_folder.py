@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import needlepoint
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run import folder as provenance
 from needlepoint.run.folder import RUN_NAME
 from needlepoint.run.options import RunOptions

@@ -17,7 +17,7 @@ from support.bombs import deflate_raw, gzip_bomb
 from support.fuzz import SMALL, run_cli
 from support.runner import KEY_ENV, SENTINEL, live, of_type, server_for
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run.audit import audit_run
 from needlepoint.run.records import decode_body
 from needlepoint.run.transport import MAX_BODY_BYTES

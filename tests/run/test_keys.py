@@ -13,7 +13,7 @@ import pytest
 from support.fuzz import SMALL, run_cli
 from support.runner import KEY_ENV, MODEL, live, of_type, server_for
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.errors import NeedlepointError
 
 # A key with a slash, so that a server's ``\/`` escaping has something to escape.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support.runner import KEY_ENV, SENTINEL, kinds, live, of_type, server_for
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run.audit import audit_run
 from needlepoint.run.interpret import reasoning_tokens, split_think
 from needlepoint.run.records import decode_body

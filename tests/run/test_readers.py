@@ -21,7 +21,7 @@ from support.fuzz import SMALL, run_cli
 from support.runner import KEY_ENV, MODEL, SENTINEL, server_for
 
 from needlepoint.analysis.document import FIGURES
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 
 FALSE_ALARMS = ("deleted or edited", "chain broken", "changed while", "edited, deleted")
 

@@ -12,9 +12,8 @@ import pytest
 from support.fuzz import run_cli
 from support.pilots import design_file, simulated_pilot
 
-from needlepoint.design.freeze import prepare
-from needlepoint.design.materials import generate_cases
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.generate import generate_cases
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
 from needlepoint.pilot.heldout import RECORD_RULE, request_hashes
 from needlepoint.run.options import RunOptions

@@ -11,7 +11,7 @@ from support.fuzz import run_cli
 
 from needlepoint.analysis.document import analyze_run
 from needlepoint.compare.document import compare_runs
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
 from needlepoint.study.declare import declare

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.fuzz import run_cli
 
-from needlepoint.design.freeze import prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
 from needlepoint.study.registry import agreement, collect

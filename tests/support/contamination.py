@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from needlepoint.contamination.formats import (
+from needlepoint.contamination.inputs import (
     DISCARDS_FORMAT,
     REFERENCE_FORMAT,
     RESULTS_FORMAT,

@@ -113,8 +113,7 @@ def write_csv(path: str | Path, rows: list[dict[str, str]], columns=RESULT_COLUM
 
 def make_prepared(tmp_path_factory: Any) -> Prepared:
     """A freshly prepared reference-protocol folder (about 0.3 s)."""
-    from needlepoint.design.freeze import prepare
-    from needlepoint.design.prepared import load_prepared
+    from needlepoint.design.prepared import load_prepared, prepare
 
     root = tmp_path_factory.mktemp("prepared") / "prepared"
     prepare(root)

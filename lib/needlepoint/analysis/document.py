@@ -25,10 +25,10 @@ from needlepoint.analysis.record import (
     to_json,
 )
 from needlepoint.analysis.secondary import secondary
-from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.jsonio import write_bytes_atomic
-from needlepoint.safefolder import is_output_file, replaced_folder
+from needlepoint.safeio import is_output_file, replaced_folder
 
 FIGURES = {
     "accuracy": "accuracy_by_position.png",

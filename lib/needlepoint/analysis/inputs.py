@@ -17,8 +17,9 @@ from typing import Any
 from needlepoint.analysis.context import RunContext, near_kind, run_context, run_facts
 from needlepoint.analysis.guards import check_pilot
 from needlepoint.analysis.results_table import read_results_csv
-from needlepoint.design.prepared import PLAN_COLUMNS, Prepared, load_prepared
+from needlepoint.design.prepared import PlanCell, Prepared, load_prepared
 from needlepoint.design.protocol import is_pilot
+from needlepoint.design.schema import PLAN_COLUMNS
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.folder import read_run_record
@@ -42,17 +43,9 @@ _HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(PlanCell):
     """One validated results row; ``None`` in a number field means unknown, never zero."""
 
-    seq: int
-    block: int
-    pair: int
-    case: str
-    length: int
-    similarity: str
-    condition: str
-    order: str
     status: str
     kind: str
     http_status: int | None

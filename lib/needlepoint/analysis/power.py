@@ -56,7 +56,7 @@ class PowerStudy:
 
 def design_index(protocol: dict[str, Any], n_cases: int) -> tuple[np.ndarray, list[Any]]:
     """Column of each (case, length, similarity, condition) in the real execution order."""
-    from needlepoint.design.order import execution_plan
+    from needlepoint.design.generate import execution_plan
 
     slots = execution_plan(dict(protocol, cases=n_cases))
     lengths, sims = list(protocol["lengths"]), ["low", "high"]

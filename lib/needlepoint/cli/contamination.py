@@ -16,15 +16,18 @@ _INCLUDE_HELP = "glob relative to the root (repeatable); replaces the default ag
 
 
 def _manifest(args: argparse.Namespace) -> int:
-    from needlepoint.contamination.manifest import build_manifest, write_manifest
-    from needlepoint.contamination.select import DEFAULT_INCLUDES
-    from needlepoint.jsonio import canonical_bytes
+    from needlepoint.contamination.context import (
+        DEFAULT_INCLUDES,
+        build_manifest,
+        manifest_bytes,
+        write_manifest,
+    )
 
     manifest = build_manifest(args.root, args.include or DEFAULT_INCLUDES)
     for p in manifest.problems:
         print(f"problem: {p.path}: {p.kind} ({p.detail})", file=sys.stderr)
     if args.out is None:
-        sys.stdout.write(canonical_bytes(manifest.to_json()).decode("utf-8") + "\n")
+        sys.stdout.write(manifest_bytes(manifest).decode("utf-8"))
     else:
         write_manifest(manifest, args.out)
         print(
@@ -61,7 +64,7 @@ def _print_context_notes(result: object) -> bool:
 
 def _overlap(args: argparse.Namespace) -> int:
     from needlepoint.contamination.context import load_context
-    from needlepoint.contamination.formats import read_discards, read_reference
+    from needlepoint.contamination.inputs import read_discards, read_reference
     from needlepoint.contamination.overlap import check_overlap
 
     reference = read_reference(args.reference)
@@ -73,14 +76,15 @@ def _overlap(args: argparse.Namespace) -> int:
     for m in result.discarded:
         print(f"  discarded {m.reference_id}\t{m.answer}\t{m.where}\t{m.discard_reason}")
     for d in result.unused_discards:
-        print(f"  unused discard {d.source}:{d.line} ({d.reference_id} at {d.file}:{d.file_line})")
+        where = f"{d.source}:{d.source_line}"
+        print(f"  unused discard {where} ({d.reference_id} at {d.file}:{d.line})")
     unread = _print_context_notes(result)
     return EXIT_FINDING if result.leaked or unread else EXIT_PASSED
 
 
 def _timeline(args: argparse.Namespace) -> int:
     from needlepoint.contamination.context import load_context
-    from needlepoint.contamination.formats import iso_from_ns, read_runs
+    from needlepoint.contamination.inputs import iso_from_ns, read_runs
     from needlepoint.contamination.timeline import check_timeline
 
     result = check_timeline(read_runs(args.runs), load_context(args.context, args.include))
@@ -99,30 +103,30 @@ def _timeline(args: argparse.Namespace) -> int:
 
 def _canary(args: argparse.Namespace) -> int:
     from needlepoint.contamination.canary import check_canary
-    from needlepoint.contamination.formats import read_results
+    from needlepoint.contamination.inputs import read_results
 
     result = check_canary(read_results(args.results))
     print(result.sentence())
-    labelled = [("dead canary", r) for r in result.dead] + [("leak", r) for r in result.leaks]
+    labelled = [("dead canary", r) for r in result.dead_canary]
+    labelled += [("leak", r) for r in result.leaks]
     labelled += [("no tool_calls", r) for r in result.missing_tool_calls]
     for label, r in labelled:
         print(f"  {label}: {args.results}:{r.line} {r.run_id}/{r.question_id}")
-    bad = result.dead_canary or result.leaked or not result.has_detector
+    bad = bool(result.dead_canary) or result.leaked or not result.has_detector
     return EXIT_FINDING if bad else EXIT_PASSED
 
 
 def _report(args: argparse.Namespace) -> int:
-    from needlepoint.contamination.output import write_report
-    from needlepoint.contamination.report import build_report
+    from needlepoint.contamination.report import build_report, write_report
 
     report = build_report(
         args.reference, args.runs, args.results, args.context, args.discard, args.include
     )
     json_path, md_path = write_report(report, args.out)
-    print(f"gate: {'PASSED' if report.passed else 'FAILED'} -> {json_path}, {md_path}")
-    for f in report.findings:
+    print(f"gate: {'PASSED' if report.gate.passed else 'FAILED'} -> {json_path}, {md_path}")
+    for f in report.gate.findings:
         print(f"  {f.kind} ({f.check}): {f.message}")
-    return report.exit_code
+    return report.gate.exit_code
 
 
 REF_HELP = "reference answers: format,id,question,answer (docs/contamination.md)"

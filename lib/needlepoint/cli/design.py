@@ -11,9 +11,9 @@ import argparse
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from needlepoint.design.budget import prepared_lines
-    from needlepoint.design.freeze import load_protocol, prepare_protocol
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.prepared import load_protocol, prepare_protocol
+    from needlepoint.design.protocol import design_fingerprint
+    from needlepoint.design.verify import prepared_lines
     from needlepoint.study.fresh import check_fresh, check_version
     from needlepoint.study.record import evidence_root
 
@@ -48,7 +48,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_dry_run(args: argparse.Namespace) -> int:
-    from needlepoint.design.budget import dry_run
+    from needlepoint.design.verify import dry_run
 
     ok, lines = dry_run(args.dir, plan=args.plan)
     print("\n".join(lines))

@@ -51,7 +51,7 @@ def pilot_record(
     The check runs twice: here on the first candidate seed's protocol, before anything starts
     (a local server included), and again on the chosen seed's, before anything is written.
     """
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.protocol import design_fingerprint
     from needlepoint.pilot.folder import load_design, pilot_protocol
     from needlepoint.pilot.heldout import PILOT_PURPOSE, derived_seed
     from needlepoint.pilot.record import PILOT_NAME
@@ -163,7 +163,7 @@ def add_pilot_flags(p: argparse.ArgumentParser) -> None:
     """The flags `pilot` and `local-pilot` share: the folder, the pilot's shape and version,
     and the evidence root its materials and version must be fresh against."""
     from needlepoint.cli import args as types
-    from needlepoint.design.protocol_schema import MAX_CASES
+    from needlepoint.design.schema import MAX_CASES
 
     p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
     p.add_argument("--lengths", required=True, help="background lengths to try, e.g. 12,24,48")
@@ -179,7 +179,7 @@ def add_pilot_flags(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the pilot and calibrate sub-commands."""
     from needlepoint.cli import args as types
-    from needlepoint.design.protocol_schema import MAX_REQUESTS
+    from needlepoint.design.schema import MAX_REQUESTS
     from needlepoint.pilot.calibration_limits import MAX_SEARCH_CASES, MAX_SIMULATIONS
 
     p = sub.add_parser(

@@ -26,18 +26,16 @@ def java_vectors() -> dict[str, Any]:
 
 def java_vector_checks() -> Iterator[tuple[str, bool]]:
     """One check per recorded Java stream."""
-    from needlepoint.design.java_random import JavaRandom, shuffle
+    from needlepoint.rand import JavaRandom, shuffle
 
     v = java_vectors()
     for e in v["nextInt_bound"]:
         r = JavaRandom(e["seed"])
         got = [r.nextInt(e["bound"]) for _ in e["values"]]
         yield f"nextInt({e['bound']}) seed {e['seed']}", got == e["values"]
-    for method in ("nextInt", "nextLong", "nextDouble", "nextBoolean"):
-        for e in v[method]:
-            r = JavaRandom(e["seed"])
-            got = [getattr(r, method)() for _ in e["values"]]
-            yield f"{method}() seed {e['seed']}", got == e["values"]
+    for e in v["nextInt"]:
+        r = JavaRandom(e["seed"])
+        yield f"nextInt() seed {e['seed']}", [r.nextInt() for _ in e["values"]] == e["values"]
     for e in v["shuffle"]:
         items = list(range(e["size"]))
         shuffle(items, JavaRandom(e["seed"]))
@@ -47,7 +45,8 @@ def java_vector_checks() -> Iterator[tuple[str, bool]]:
 def reference_set_checks() -> Iterator[tuple[str, bool]]:
     """Generate the reference set in memory, then verify and audit it from a temporary copy."""
     from needlepoint.design.audit import audit_prepared
-    from needlepoint.design.freeze import generate, prepare
+    from needlepoint.design.generate import generate
+    from needlepoint.design.prepared import prepare
     from needlepoint.design.protocol import reference_protocol
     from needlepoint.design.verify import verify_prepared
 

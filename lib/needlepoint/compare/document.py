@@ -19,7 +19,7 @@ from needlepoint.compare.runs import load_runs
 from needlepoint.compare.summary import comparison_markdown, run_name
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
-from needlepoint.safefolder import is_output_file, replaced_folder
+from needlepoint.safeio import is_output_file, replaced_folder
 
 TABLES = ("runs", "failures", "scores", "accuracy")
 

@@ -16,8 +16,8 @@ from typing import Any
 from needlepoint.analysis.document import build_document
 from needlepoint.analysis.inputs import AnalysisInput, from_run
 from needlepoint.analysis.record import AnalysisDocument
-from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.profiles import body_profile
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.folder import read_run_record
 

@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design.freeze import prepare
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol

@@ -7,24 +7,19 @@ combines them into a CI gate. `needlepoint contamination <check>` is the command
 """
 
 from needlepoint.contamination.canary import CanaryResult, check_canary
-from needlepoint.contamination.context import Context, load_context
-from needlepoint.contamination.fixture import FixturePaths, build_synthetic_workspace
-from needlepoint.contamination.formats import (
-    read_discards,
-    read_reference,
-    read_results,
-    read_runs,
-)
-from needlepoint.contamination.manifest import (
+from needlepoint.contamination.context import (
+    DEFAULT_INCLUDES,
+    Context,
     Manifest,
     build_manifest,
+    load_context,
     read_manifest,
     write_manifest,
 )
-from needlepoint.contamination.output import write_report
+from needlepoint.contamination.fixture import FixturePaths, build_synthetic_workspace
+from needlepoint.contamination.inputs import read_discards, read_reference, read_results, read_runs
 from needlepoint.contamination.overlap import OverlapResult, check_overlap
-from needlepoint.contamination.report import ContaminationReport, build_report
-from needlepoint.contamination.select import DEFAULT_INCLUDES
+from needlepoint.contamination.report import ContaminationReport, build_report, write_report
 from needlepoint.contamination.timeline import TimelineResult, check_timeline
 
 __all__ = [

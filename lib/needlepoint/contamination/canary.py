@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from needlepoint.contamination.formats import CONDITIONS, ResultRow
+from needlepoint.contamination.inputs import CONDITIONS, ResultRow
 
 _TRIMMED = "".join(chr(c) for c in range(0x21))
 
@@ -34,18 +33,14 @@ class ConditionSummary:
 
 @dataclass(frozen=True)
 class CanaryResult:
-    """Dead-canary rows, leak rows, rows without a tool-call count, and the per-condition table."""
+    """Dead-canary rows, leak rows, rows without a tool-call count, and the per-condition table;
+    its fields are its part of the report (each flagged row as read, without ``closed``)."""
 
     rows: int
     summary: tuple[ConditionSummary, ...]
-    dead: tuple[ResultRow, ...]
+    dead_canary: tuple[ResultRow, ...]  # the clean room answered these closed facts exactly
     leaks: tuple[ResultRow, ...]
     missing_tool_calls: tuple[ResultRow, ...]
-
-    @property
-    def dead_canary(self) -> bool:
-        """True when the clean room answered a closed fact exactly."""
-        return bool(self.dead)
 
     @property
     def leaked(self) -> bool:
@@ -69,39 +64,6 @@ class CanaryResult:
         if self.missing_tool_calls:
             parts.append(f"{len(self.missing_tool_calls)} row(s) without tool_calls")
         return "; ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready summary listing every flagged row by its line."""
-
-        def rows(items: tuple[ResultRow, ...]) -> list[dict[str, Any]]:
-            return [
-                {
-                    "line": r.line,
-                    "run_id": r.run_id,
-                    "question_id": r.question_id,
-                    "condition": r.condition,
-                    "answer": r.answer,
-                    "expected": r.expected,
-                    "tool_calls": r.tool_calls,
-                }
-                for r in items
-            ]
-
-        return {
-            "rows": self.rows,
-            "summary": [
-                {
-                    "condition": s.condition,
-                    "questions": s.questions,
-                    "exact": s.exact,
-                    "tool_calls": s.tool_calls,
-                }
-                for s in self.summary
-            ],
-            "dead_canary": rows(self.dead),
-            "leaks": rows(self.leaks),
-            "missing_tool_calls": rows(self.missing_tool_calls),
-        }
 
 
 def check_canary(results: Sequence[ResultRow]) -> CanaryResult:

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from needlepoint.contamination.formats import (
+from needlepoint.contamination.inputs import (
     DISCARDS_FORMAT,
     REFERENCE_FORMAT,
     RESULTS_FORMAT,

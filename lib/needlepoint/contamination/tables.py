@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from needlepoint.contamination.formats import Run, iso_from_ns
+from needlepoint.contamination.inputs import Run, iso_from_ns
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from needlepoint.contamination.canary import CanaryResult
-    from needlepoint.contamination.manifest import Manifest
+    from needlepoint.contamination.context import Manifest
     from needlepoint.contamination.overlap import OverlapResult
     from needlepoint.contamination.report import ContaminationReport
     from needlepoint.contamination.timeline import TimelineResult
@@ -106,5 +106,5 @@ def canary_frame(result: CanaryResult) -> pd.DataFrame:
 
 def findings_frame(report: ContaminationReport) -> pd.DataFrame:
     """Why the gate fails, one row per finding."""
-    rows = [{"check": f.check, "kind": f.kind, "message": f.message} for f in report.findings]
+    rows = [{"check": f.check, "kind": f.kind, "message": f.message} for f in report.gate.findings]
     return _frame(rows, ["check", "kind", "message"])

@@ -11,13 +11,12 @@ starts exactly when the file was written is poisoned by it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from needlepoint.contamination.context import Context, Verification
-from needlepoint.contamination.formats import Run, iso_from_ns
-from needlepoint.contamination.matching import AnswerIndex
-from needlepoint.contamination.select import Problem
+from needlepoint.contamination.context import Context, ContextRef, Problem, Verification
+from needlepoint.contamination.inputs import Run, iso_from_ns
+from needlepoint.contamination.overlap import AnswerIndex
+from needlepoint.schema import IN_MEMORY
 
 
 @dataclass(frozen=True)
@@ -25,16 +24,19 @@ class Holding:
     """A context file that holds recorded values of a run, and where."""
 
     file: str
-    mtime_ns: int
+    mtime_ns: int = field(metadata=IN_MEMORY)
     run_id: str
-    started_ns: int
+    started_ns: int = field(metadata=IN_MEMORY)
     values: tuple[str, ...]
     lines: tuple[int, ...]
+    mtime: str = field(init=False)  # the times as exact ISO 8601 UTC strings, for the report
+    run_started: str = field(init=False)
+    after_run: bool = field(init=False)  # written after the run started: it came from the run
 
-    @property
-    def after_run(self) -> bool:
-        """True when the file was written after the run started (so it came from the run)."""
-        return self.mtime_ns > self.started_ns
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mtime", iso_from_ns(self.mtime_ns))
+        object.__setattr__(self, "run_started", iso_from_ns(self.started_ns))
+        object.__setattr__(self, "after_run", self.mtime_ns > self.started_ns)
 
     @property
     def minutes_after_start(self) -> float:
@@ -48,23 +50,33 @@ class PoisonedRun:
 
     run_id: str
     battery: str
-    started_ns: int
+    started_ns: int = field(metadata=IN_MEMORY)
     file: str
-    file_mtime_ns: int
+    file_mtime_ns: int = field(metadata=IN_MEMORY)
     source_runs: tuple[str, ...]
+    started: str = field(init=False)  # the times as exact ISO 8601 UTC strings, for the report
+    file_mtime: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "started", iso_from_ns(self.started_ns))
+        object.__setattr__(self, "file_mtime", iso_from_ns(self.file_mtime_ns))
 
 
 @dataclass(frozen=True)
 class TimelineResult:
-    """Files newer than the runs they describe, the reruns they poison, and older holdings."""
+    """Files newer than the runs they describe, the reruns they poison, and older holdings;
+    its fields (with the number of runs) are its part of the report."""
 
-    runs: tuple[Run, ...]
+    run_list: tuple[Run, ...] = field(metadata=IN_MEMORY)
     holdings: tuple[Holding, ...]
     poisoned: tuple[PoisonedRun, ...]
-    context_source: str
-    context_files: int
-    problems: tuple[Problem, ...]
-    verification: Verification | None
+    context: ContextRef
+    problems: tuple[Problem, ...] = field(metadata=IN_MEMORY)
+    verification: Verification | None = field(metadata=IN_MEMORY)
+    runs: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "runs", len(self.run_list))
 
     @property
     def artifacts(self) -> tuple[Holding, ...]:
@@ -81,38 +93,8 @@ class TimelineResult:
         files = sorted({h.file for h in self.artifacts})
         return (
             f"{len(files)} context file(s) newer than a run and holding its results; "
-            f"{len(self.poisoned)} poisoned rerun(s) among {len(self.runs)} runs"
+            f"{len(self.poisoned)} poisoned rerun(s) among {self.runs} runs"
         )
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready summary with exact ISO times."""
-        return {
-            "runs": len(self.runs),
-            "holdings": [
-                {
-                    "file": h.file,
-                    "mtime": iso_from_ns(h.mtime_ns),
-                    "run_id": h.run_id,
-                    "run_started": iso_from_ns(h.started_ns),
-                    "after_run": h.after_run,
-                    "values": list(h.values),
-                    "lines": list(h.lines),
-                }
-                for h in self.holdings
-            ],
-            "poisoned": [
-                {
-                    "run_id": p.run_id,
-                    "battery": p.battery,
-                    "started": iso_from_ns(p.started_ns),
-                    "file": p.file,
-                    "file_mtime": iso_from_ns(p.file_mtime_ns),
-                    "source_runs": list(p.source_runs),
-                }
-                for p in self.poisoned
-            ],
-            "context": {"source": self.context_source, "files": self.context_files},
-        }
 
 
 def check_timeline(runs: Sequence[Run], context: Context) -> TimelineResult:
@@ -156,8 +138,7 @@ def check_timeline(runs: Sequence[Run], context: Context) -> TimelineResult:
         tuple(runs),
         tuple(holdings),
         tuple(poisoned),
-        context.source,
-        len(context.files),
+        context.ref,
         context.problems,
         context.verification,
     )

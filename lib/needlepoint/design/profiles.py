@@ -16,6 +16,7 @@ import copy
 import re
 from typing import Any
 
+from needlepoint.design.schema import BODY_FIELDS
 from needlepoint.errors import NeedlepointError
 
 PROFILES = ("chat", "reasoning", "completion")
@@ -33,16 +34,6 @@ DEFAULT_ANSWER_CUE = "\nAnswer:"
 PROMPT_SEPARATOR = "\n\n"
 MAX_STOP_SEQUENCES = 4
 
-# Every top-level protocol field that shapes a body (besides `model`); none is part of the design.
-BODY_FIELDS = (
-    "body_profile",
-    "temperature",
-    "max_tokens",
-    "max_completion_tokens",
-    "reasoning_effort",
-    "stop",
-    "answer_cue",
-)
 # Body fields absent from v1: a protocol may hold them, the reference never does.
 OPTIONAL_FIELDS = (
     "body_profile",

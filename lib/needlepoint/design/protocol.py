@@ -2,24 +2,26 @@
 
 Version 1 of ``context-position-similar`` is the reference design of the brief. Its parameters
 are fixed here; any other parameters must carry a different version, so that two different
-designs can never share a name.
+designs can never share a name. The design fingerprint is the SHA-256 over the design fields
+alone (``schema.DESIGN_FIELDS``): two prepared folders that share it hold the same records,
+codes, order and answer key, and differ at most in the model they ask and how the bodies are
+shaped (a *model variant*).
 """
 
 from __future__ import annotations
 
 import copy
-import re
+import json
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design import profiles, protocol_schema
-from needlepoint.design.identity import design_part
+from needlepoint.design import profiles, schema
+from needlepoint.design.schema import CODE_PATTERN, DESIGN_FIELDS
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes, read_json
+from needlepoint.jsonio import canonical_bytes, read_json, sha256_hex
 
 FORMAT = 1
 PROTOCOL_ID = "context-position-similar"
-CODE_PATTERN = r"[A-Z]{2}-[0-9]{4}"
 
 _REFERENCE: dict[str, Any] = {
     "format": FORMAT,
@@ -79,12 +81,27 @@ _REFERENCE: dict[str, Any] = {
 # Free label fields a protocol may leave out (the reference has none). ``rationale`` records why
 # a version exists: a pilot's design (``kind: "pilot"``) or a calibration from a pilot
 # (``kind: "calibration"``); see docs/pilot.md. It is never part of the design.
-OPTIONAL_FIELDS = protocol_schema.OPTIONAL_FIELDS
+OPTIONAL_FIELDS = schema.OPTIONAL_FIELDS
 
 
 def reference_protocol() -> dict[str, Any]:
     """A fresh copy of protocol context-position-similar v1."""
     return copy.deepcopy(_REFERENCE)
+
+
+def design_part(protocol: dict[str, Any]) -> dict[str, Any]:
+    """The design fields of a protocol, whole (missing ones are an error upstream)."""
+    return {key: protocol[key] for key in DESIGN_FIELDS}
+
+
+def design_fingerprint(protocol: dict[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of the protocol's design fields."""
+    return sha256_hex(canonical_bytes(design_part(protocol)))
+
+
+def protocol_bytes(protocol: dict[str, Any]) -> bytes:
+    """protocol.json is indented for reading, but still sorted and UTF-8, so its bytes are fixed."""
+    return (json.dumps(protocol, sort_keys=True, ensure_ascii=False, indent=2) + "\n").encode()
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any], where: str) -> dict[str, Any]:
@@ -146,7 +163,7 @@ def _with_body_fields(
     profile = body.get("body_profile", profiles.DEFAULT_PROFILE)
     profiles.check_profile_name(profile, f"{where}: body_profile")
     protocol = profiles.convert(merged, profile)
-    for key in profiles.BODY_FIELDS[1:]:
+    for key in schema.BODY_FIELDS[1:]:
         if key in override and key not in profiles.allowed_fields(profile):
             raise NeedlepointError(f"{where}: field {key!r} is not sent by body profile {profile}")
     protocol.update({k: v for k, v in body.items() if k != "body_profile"})
@@ -176,15 +193,11 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
         raise NeedlepointError(f"{where}: unsupported protocol format {p.get('format')!r}")
     if p.get("protocol_id") != PROTOCOL_ID:
         raise NeedlepointError(f"{where}: unknown protocol_id {p.get('protocol_id')!r}")
-    missing = sorted(set(_REFERENCE) - set(profiles.BODY_FIELDS) - set(p))
+    missing = sorted(set(_REFERENCE) - set(schema.BODY_FIELDS) - set(p))
     if missing:
         raise NeedlepointError(f"{where}: missing field {missing[0]!r}")
-    protocol_schema.check(
-        p, where, known=(*_REFERENCE, *profiles.OPTIONAL_FIELDS, *OPTIONAL_FIELDS)
-    )
-    version = p["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise NeedlepointError(f"{where}: version must be a positive integer")
+    # Every field typed and ranged, the names pools and templates usable, the size bounded.
+    schema.check(p, where, known=(*_REFERENCE, *profiles.OPTIONAL_FIELDS, *OPTIONAL_FIELDS))
     if "rationale" in p and not isinstance(p["rationale"], dict):
         raise NeedlepointError(f"{where}: rationale must be a JSON object")
     if "materials_reuse" in p:
@@ -192,69 +205,8 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
     # A model variant of v1 (another model, body profile or runner) is still v1; only a change
     # of a design field needs a new version.
     changed = _changed_fields(design_part(_REFERENCE), design_part(p))
-    if version == 1 and changed:
+    if p["version"] == 1 and changed:
         raise NeedlepointError(
             f"{where}: {PROTOCOL_ID} v1 is frozen; {changed[0]} differs, so set a new version"
         )
-    _validate_design(p, where)
     profiles.validate_body_fields(p, where)
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _validate_design(p: dict[str, Any], where: str) -> None:
-    if p["code_pattern"] != CODE_PATTERN:
-        raise NeedlepointError(f"{where}: code_pattern is fixed at {CODE_PATTERN}")
-    if not isinstance(p["unknown"], str) or re.fullmatch(CODE_PATTERN, p["unknown"] or "A"):
-        raise NeedlepointError(f"{where}: unknown must be a non-code string")
-    if not isinstance(p["model"], str) or not p["model"]:
-        raise NeedlepointError(f"{where}: model must be a non-empty string")
-    if not _positive_int(p["cases"]):
-        raise NeedlepointError(f"{where}: cases must be a positive integer")
-    lengths = p["lengths"]
-    if not lengths or not all(_positive_int(n) and n >= 12 for n in lengths):
-        raise NeedlepointError(f"{where}: lengths must be integers of at least 12 records")
-    if len(set(lengths)) != len(lengths):
-        raise NeedlepointError(f"{where}: lengths must not repeat")
-    if p["similarities"] != ["low", "high"] or p["conditions"] != ["B", "M", "E", "A"]:
-        raise NeedlepointError(f"{where}: similarities and conditions are fixed by the design")
-    orders = p["orders"]
-    if not orders or any(sorted(o.split("-")) != sorted(p["conditions"]) for o in orders):
-        raise NeedlepointError(f"{where}: each order must be a permutation of B, M, E, A")
-    if p["cases"] % len(orders):
-        raise NeedlepointError(
-            f"{where}: cases ({p['cases']}) must be a multiple of the {len(orders)} orders "
-            "so that every order appears equally often in each stratum"
-        )
-    for key in ("materials", "order"):
-        seed = p["seeds"].get(key)
-        if not isinstance(seed, int) or isinstance(seed, bool) or abs(seed) >= 1 << 63:
-            raise NeedlepointError(f"{where}: seeds.{key} must be a 64-bit integer")
-    _validate_names(p["names"], where)
-    _validate_templates(p, where)
-
-
-def _validate_names(names: dict[str, Any], where: str) -> None:
-    pools = [names["places"], names["sites"], names["qualifiers"]]
-    for label, pool in zip(("places", "sites", "qualifiers"), pools, strict=True):
-        if len(pool) < 3 or any(not isinstance(w, str) or len(w) != 2 for w in pool):
-            raise NeedlepointError(f"{where}: names.{label} needs 3+ two-character words")
-        if len(set(pool)) != len(pool):
-            raise NeedlepointError(f"{where}: names.{label} repeats a word")
-    words = [w for pool in pools for w in pool]
-    if len(set(words)) != len(words):
-        raise NeedlepointError(f"{where}: a word appears in more than one names pool")
-    if not isinstance(names["suffix"], str) or len(names["suffix"]) != 2:
-        raise NeedlepointError(f"{where}: names.suffix must be two characters")
-
-
-def _validate_templates(p: dict[str, Any], where: str) -> None:
-    t = p["templates"]
-    if t["record"].count("{name}") != 1 or t["record"].count("{code}") != 1 or "\n" in t["record"]:
-        raise NeedlepointError(f"{where}: templates.record needs one {{name}}, one {{code}}")
-    if t["user"].count("{records}") != 1 or t["user"].count("{name}") != 1:
-        raise NeedlepointError(f"{where}: templates.user needs one {{records}} and one {{name}}")
-    if "{" in t["system"] or re.search(p["code_pattern"], t["system"]):
-        raise NeedlepointError(f"{where}: templates.system must be plain text without codes")

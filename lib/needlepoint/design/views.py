@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from needlepoint.design.audit import AuditReport
-from needlepoint.design.materials import near_slots
+from needlepoint.design.generate import near_slots
 from needlepoint.design.prepared import Prepared
 from needlepoint.design.profiles import body_profile, text_chars
 from needlepoint.safeio import write_bytes_atomic
@@ -30,8 +30,7 @@ def preview(protocol_file: str | None = None) -> Prepared:
     """The materials a protocol would freeze, prepared in a scratch folder and loaded."""
     import tempfile
 
-    from needlepoint.design.freeze import prepare
-    from needlepoint.design.prepared import load_prepared
+    from needlepoint.design.prepared import load_prepared, prepare
 
     with tempfile.TemporaryDirectory() as tmp:
         return load_prepared(prepare(Path(tmp) / "preview", protocol_file))

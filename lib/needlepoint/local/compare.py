@@ -107,8 +107,8 @@ def run_local_compare(
 
 def prepare_variants(layout: Layout, protocol_path: Path, entrants: Sequence[Entrant]) -> str:
     """Prepare each model variant once (reused when it is what the protocol gives); the design."""
-    from needlepoint.design.freeze import load_protocol, prepare
-    from needlepoint.design.prepared import load_prepared, protocol_bytes
+    from needlepoint.design.prepared import load_prepared, load_protocol, prepare
+    from needlepoint.design.protocol import protocol_bytes
     from needlepoint.jsonio import sha256_hex
     from needlepoint.local.model import model_spec
 

@@ -62,7 +62,7 @@ def check_compare_inputs(
     protocol_path: Path, entrants: Sequence[Any], timeout_s: float, progress: str
 ) -> None:
     """Refuse a bad protocol file or run option before the evidence folder is created."""
-    from needlepoint.design.freeze import load_protocol
+    from needlepoint.design.prepared import load_protocol
     from needlepoint.local.model import model_spec
 
     for entrant in entrants:

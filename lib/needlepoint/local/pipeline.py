@@ -51,7 +51,7 @@ def run_local_pipeline(
         raise NeedlepointError(f"{protocol_path}: protocol file not found")
     date = date or dt.date.today().strftime("%Y%m%d")
     out = evidence_folder(evidence_root, label, date)  # refuses a label or date that escapes
-    from needlepoint.design.freeze import load_protocol
+    from needlepoint.design.prepared import load_protocol
 
     load_protocol(protocol_path)  # a bad protocol is refused before a server starts
     if out.exists() and any(out.iterdir()):

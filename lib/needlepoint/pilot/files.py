@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design.prepared import protocol_bytes
+from needlepoint.design.protocol import protocol_bytes
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
 from needlepoint.pilot.calibration_record import (

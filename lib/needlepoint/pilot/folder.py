@@ -18,8 +18,8 @@ from typing import Any
 
 import needlepoint
 from needlepoint.design import protocol as protocol_mod
-from needlepoint.design.freeze import prepare_protocol
-from needlepoint.design.prepared import load_prepared, protocol_bytes
+from needlepoint.design.prepared import load_prepared, prepare_protocol
+from needlepoint.design.protocol import protocol_bytes
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json, write_bytes_atomic
 from needlepoint.pilot.heldout import OnRecord, pilot_seed

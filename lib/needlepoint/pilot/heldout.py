@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from needlepoint.design.materials import Case, generate_cases
+from needlepoint.design.generate import Case, generate_cases
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes
 from needlepoint.pilot.record import HeldOutSeed, RejectedSeed
@@ -176,7 +176,7 @@ def pilot_seed(
     With ``records`` (designs run under the evidence root) the pilot also asks nothing any of
     them asked, so a new pilot is fresh against everything on record, not only its design.
     """
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.protocol import design_fingerprint
 
     materials = index_materials(generate_cases(design))
     base = design["seeds"]["materials"]
@@ -201,7 +201,7 @@ def pilot_seed(
 
 def request_hashes(protocol: dict[str, Any]) -> frozenset[str]:
     """The SHA-256 of every request body a protocol generates (plan.csv's last column)."""
-    from needlepoint.design.freeze import generate
+    from needlepoint.design.generate import generate
 
     lines = generate(protocol)["plan.csv"].decode("utf-8").splitlines()[1:]
     return frozenset(line.rsplit(",", 1)[1] for line in lines)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design.identity import design_fingerprint
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex, write_bytes_atomic
 from needlepoint.schema import document_bytes, from_plain, read_versioned

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design.identity import design_fingerprint
 from needlepoint.design.prepared import frozen_model
 from needlepoint.design.profiles import body_profile
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.declaration import check_declaration
 from needlepoint.run.folder import (

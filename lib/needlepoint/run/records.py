@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.fields import Fields, is_int
+from needlepoint.schema import Fields, is_int
 from needlepoint.jsonio import canonical_bytes
 from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.interpret import cost_of, parse_response, reasoning_tokens

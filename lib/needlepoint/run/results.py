@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design.prepared import PLAN_COLUMNS
+from needlepoint.design.schema import PLAN_COLUMNS
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
 from needlepoint.run.folder import RUN_NAME, read_run_record

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import needlepoint
-from needlepoint.design.identity import design_fingerprint
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.design.profiles import ENDPOINTS, body_profile
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex

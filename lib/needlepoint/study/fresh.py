@@ -32,9 +32,9 @@ class DesignRun:
 
 def designs_run(root: Path) -> list[DesignRun]:
     """Every prepared folder used by a run or pilot under ``root``, once (unreadable: skipped)."""
-    from needlepoint.design.identity import design_fingerprint
-    from needlepoint.design.materials import generate_cases
+    from needlepoint.design.generate import generate_cases
     from needlepoint.design.prepared import load_prepared
+    from needlepoint.design.protocol import design_fingerprint
 
     base = Path(root)
     seen: set[Path] = set()
@@ -72,8 +72,8 @@ def records_for(root: Path | None, exclude: str | None = None) -> tuple[OnRecord
 
 def reuse_of(protocol: dict[str, Any], root: Path) -> list[str]:
     """For a new design version: the first overlap with each design run under ``root``."""
-    from needlepoint.design.identity import design_fingerprint
-    from needlepoint.design.materials import generate_cases
+    from needlepoint.design.generate import generate_cases
+    from needlepoint.design.protocol import design_fingerprint
 
     runs = designs_run(root)
     mine = design_fingerprint(protocol)
@@ -114,7 +114,7 @@ def versions_on_record(
     root: Path, exclude: Path | None = None
 ) -> dict[tuple[str, int], dict[str, str]]:
     """(protocol id, version) -> {design fingerprint: first file} for every protocol under root."""
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.protocol import design_fingerprint
 
     base = Path(root)
     skip = None if exclude is None else exclude.resolve()

@@ -121,7 +121,7 @@ def _calibrations(base: Path, found: Found) -> list[Item]:
 
 
 def _unrun(base: Path, found: Found, used: set[Path | None]) -> list[Item]:
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.protocol import design_fingerprint
 
     out = []
     for rel in found.prepared:

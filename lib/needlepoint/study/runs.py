@@ -72,9 +72,9 @@ def read_entry(
 
 
 def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None) -> RunEntry:
-    from needlepoint.design.identity import design_fingerprint
     from needlepoint.design.prepared import frozen_model
     from needlepoint.design.profiles import body_profile
+    from needlepoint.design.protocol import design_fingerprint
     from needlepoint.run.audit import audit_run
     from needlepoint.run.folder import read_run_record
     from needlepoint.run.journal import read_line, walk

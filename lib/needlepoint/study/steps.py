@@ -40,7 +40,7 @@ def _rule(protocol: dict[str, Any]) -> str:
 
 
 def _design_line(p: dict[str, Any]) -> str:
-    from needlepoint.design.identity import design_fingerprint
+    from needlepoint.design.protocol import design_fingerprint
 
     requests = p["cases"] * len(p["lengths"]) * len(p["similarities"]) * len(p["conditions"])
     lengths = ", ".join(map(str, p["lengths"]))

@@ -1,13 +1,22 @@
-"""Material rules, checked on the generator's own output (the audit checks them independently)."""
+"""The generator's own output: material rules (the audit checks them independently) and the
+execution order, pinned: balanced, reconstructible, and stable across releases.
+"""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 
-from needlepoint.design import audit_rules
-from needlepoint.design.audit_rules import classify_near, shares_word
-from needlepoint.design.materials import NEAR_KINDS, RequestBuilder, generate_cases, near_slots
+from needlepoint.design import audit
+from needlepoint.design.audit import classify_near, shares_word
+from needlepoint.design.generate import (
+    NEAR_KINDS,
+    RequestBuilder,
+    execution_plan,
+    generate_cases,
+    near_slots,
+    shuffled_cases,
+)
 from needlepoint.design.protocol import reference_protocol
 
 CASES = generate_cases(reference_protocol())
@@ -52,7 +61,7 @@ def test_near_kinds_names_every_kind_the_generator_draws_and_the_audit_checks() 
     # two lists must be shown to agree: a kind added or renamed in one alone would go unchecked.
     drawn = Counter(kind for case in CASES for kind in case.near_kinds)
     assert drawn == {kind: 2 * len(CASES) for kind in NEAR_KINDS}
-    assert audit_rules.NEAR_KINDS == NEAR_KINDS
+    assert audit.NEAR_KINDS == NEAR_KINDS
 
 
 def test_unrelated_names_share_no_word_with_the_target() -> None:
@@ -95,10 +104,54 @@ def test_low_and_high_differ_only_in_slot_names() -> None:
 def test_a_drawn_target_takes_its_name_in_the_form_every_other_draw_checks() -> None:
     # `taken` is shared with unrelated() and near names, which hold plain concatenations: a
     # target recorded in any other form could be drawn again as an unrelated name.
-    from needlepoint.design.materials import _Drawer
+    from needlepoint.design.generate import _Drawer
 
     drawer = _Drawer(reference_protocol())
     taken: set[str] = set()
     words = drawer.target(taken)
     assert taken == {"".join(words) + drawer.suffix}
     assert "".join(words) + drawer.suffix in drawer.by_index
+
+
+def test_shuffled_cases_are_pinned() -> None:
+    # Changing this sequence changes the frozen reference set: it needs a new protocol version.
+    assert shuffled_cases(reference_protocol()) == [3, 1, 2, 7, 0, 6, 5, 4]
+
+
+def test_plan_shape_and_balance() -> None:
+    plan = execution_plan(reference_protocol())
+    assert [s.seq for s in plan] == list(range(1, 129))
+    assert len({s.block for s in plan}) == 32 and len({s.pair for s in plan}) == 16
+    cells = Counter((s.case_index, s.length, s.similarity, s.condition) for s in plan)
+    assert len(cells) == 128 and set(cells.values()) == {1}
+    strata = Counter((s.length, s.similarity, s.order) for s in plan[::4])
+    assert set(strata.values()) == {2} and len(strata) == 16
+
+
+def test_blocks_follow_their_order_and_pairs_alternate() -> None:
+    plan = execution_plan(reference_protocol())
+    blocks = [plan[i : i + 4] for i in range(0, 128, 4)]
+    for block in blocks:
+        assert [s.condition for s in block] == block[0].order.split("-")
+    for n, i in enumerate(range(0, 32, 2)):
+        a, b = blocks[i][0], blocks[i + 1][0]
+        assert a.pair == b.pair == n + 1 and a.case_index == b.case_index
+        assert a.order != b.order
+    firsts = [blocks[i][0].similarity for i in range(0, 32, 2)]
+    # two lengths per case: low-first for even shuffled positions, high-first for odd ones
+    assert firsts == ["low", "low", "high", "high"] * 4
+
+
+def test_first_blocks_pinned() -> None:
+    plan = execution_plan(reference_protocol())
+    head = [(s.seq, s.case_index, s.length, s.similarity, s.condition) for s in plan[:8]]
+    assert head == [
+        (1, 3, 60, "low", "B"),
+        (2, 3, 60, "low", "M"),
+        (3, 3, 60, "low", "A"),
+        (4, 3, 60, "low", "E"),
+        (5, 3, 60, "high", "E"),
+        (6, 3, 60, "high", "A"),
+        (7, 3, 60, "high", "M"),
+        (8, 3, 60, "high", "B"),
+    ]

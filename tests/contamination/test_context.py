@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 from support.contamination import context_file
 
-from needlepoint.contamination import manifest as manifest_module
-from needlepoint.contamination.manifest import build_manifest, read_manifest, write_manifest
-from needlepoint.contamination.select import select_files
+from needlepoint.contamination import context
+from needlepoint.contamination.context import (
+    build_manifest,
+    read_manifest,
+    select_files,
+    write_manifest,
+)
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256
 
@@ -115,14 +119,14 @@ def test_fifo_named_like_a_file_is_reported_not_read(workspace: Path) -> None:
 
 def test_unreadable_file_is_reported(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests run as root, where chmod does not stop reads; refuse this one path instead.
-    real = manifest_module.file_sha256
+    real = context.file_sha256
 
     def refuse(path: os.PathLike[str]) -> str:
         if Path(path).name == "b.md":
             raise PermissionError(13, "Permission denied")
         return real(path)
 
-    monkeypatch.setattr(manifest_module, "file_sha256", refuse)
+    monkeypatch.setattr(context, "file_sha256", refuse)
     m = build_manifest(workspace)
     assert [(p.path, p.kind, p.detail) for p in m.problems] == [
         ("memory/b.md", "unreadable", "Permission denied")
@@ -151,18 +155,18 @@ def test_root_must_be_a_folder(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        ({"format": "x"}, "field 'format'"),
-        ({"format": "contamination-manifest/1", "includes": [], "files": []}, "field 'root'"),
+        ({"format": "x"}, "field format: 'x' is not one of"),
+        ({"format": "contamination-manifest/1", "includes": [], "files": []}, "field root: miss"),
         (
             {"format": "contamination-manifest/1", "root": ".", "includes": [], "files": [{}]},
-            r"field 'files\[0\]\.path'",
+            r"field files\[0\]\.path: missing",
         ),
         (
             {
                 "format": "contamination-manifest/1", "root": ".", "includes": [],
                 "files": [{"path": "a", "size": True, "mtime_ns": 1, "sha256": "x"}],
             },
-            r"field 'files\[0\]\.size'",
+            r"field files\[0\]\.size: expected an integer, found a boolean",
         ),
     ],
 )  # fmt: skip
@@ -187,7 +191,7 @@ def test_manifest_path_outside_its_root_is_refused(tmp_path: Path, path: str) ->
     entry = {"path": path, "size": 1, "mtime_ns": 1, "sha256": "a" * 64}
     doc = {"format": "contamination-manifest/1", "root": ".", "includes": [], "files": [entry]}
     (tmp_path / "m.json").write_text(json.dumps(doc))
-    with pytest.raises(NeedlepointError, match=r"files\[0\]\.path'.*not a path inside the root"):
+    with pytest.raises(NeedlepointError, match=r"field files\[0\]\.path: .* is not a path inside"):
         read_manifest(tmp_path / "m.json")
 
 
@@ -218,9 +222,7 @@ def test_symlinks_to_the_filesystem_root_and_dev_fd_end_cleanly(workspace: Path)
 def test_a_walk_past_its_entry_limit_is_one_line(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from needlepoint.contamination import select
-
-    monkeypatch.setattr(select, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(context, "MAX_ENTRIES", 3)
     with pytest.raises(NeedlepointError, match="more than 3 entries"):
         build_manifest(workspace)
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from needlepoint.cli import main
-from needlepoint.design.freeze import prepare
-from needlepoint.design.prepared import load_prepared
+from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.design.verify import verify_prepared
 
 REFERENCE_FINGERPRINT = "933f444ef0b1c30b34603ec4dee36dd7978f0e5ea7a7153cff0de857cb67366e"
@@ -40,7 +39,7 @@ def test_prepared_folder_contents(reference_dir: Path) -> None:
         "plan.csv",
         "answer_key.jsonl",
     }
-    assert "needlepoint/design/materials.py" in manifest["sources"]
+    assert "needlepoint/design/generate.py" in manifest["sources"]
 
 
 def test_verify_passes_and_reports_counts(
@@ -52,11 +51,11 @@ def test_verify_passes_and_reports_counts(
 
 def test_changed_source_is_a_warning_not_a_failure(prepared_copy: Path) -> None:
     manifest = json.loads((prepared_copy / "manifest.json").read_text())
-    manifest["sources"]["needlepoint/design/materials.py"] = "0" * 64
+    manifest["sources"]["needlepoint/design/generate.py"] = "0" * 64
     (prepared_copy / "manifest.json").write_text(json.dumps(manifest))
     report = verify_prepared(prepared_copy)
     assert report.ok
-    assert any("materials.py changed" in w and "still identical" in w for w in report.warnings)
+    assert any("generate.py changed" in w and "still identical" in w for w in report.warnings)
 
 
 def test_sources_of_an_earlier_layout_are_one_warning(prepared_copy: Path) -> None:

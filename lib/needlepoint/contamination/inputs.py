@@ -1,7 +1,8 @@
 """The versioned input formats of the contamination checks, read and validated.
 
-Every reader turns a bad file into one `NeedlepointError` line naming the file, the line and the
-field, so the CLI exits 2 without a traceback. docs/contamination.md documents each format.
+Every row is checked through ``Fields``, as every other input file is, so a bad file is one
+`NeedlepointError` line naming the file, the line and the field (``FILE:LINE: field NAME:
+problem``) and the CLI exits 2 without a traceback. docs/contamination.md documents each format.
 """
 
 from __future__ import annotations
@@ -9,17 +10,17 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import parse_json
+from needlepoint.jsonio import decode_utf8, jsonl_values
 from needlepoint.safeio import read_limited
+from needlepoint.schema import IN_MEMORY, Fields
 
 REFERENCE_FORMAT = "contamination-reference/1"
 DISCARDS_FORMAT = "contamination-discards/1"
@@ -42,14 +43,15 @@ class ReferencePair:
 
 @dataclass(frozen=True)
 class Discard:
-    """A match removed by hand as chance, with the written reason for removing it."""
+    """A match removed by hand as chance (at ``file:line``), with the written reason for removing
+    it; ``source:source_line`` is where the discard itself was written."""
 
     reference_id: str
     file: str
-    file_line: int
-    reason: str
-    source: str
     line: int
+    reason: str
+    source: str = field(metadata=IN_MEMORY)
+    source_line: int = field(metadata=IN_MEMORY)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class ResultRow:
     run_id: str
     condition: str
     question_id: str
-    closed: bool
+    closed: bool = field(metadata=IN_MEMORY)  # a report lists a flagged row without it
     expected: str
     answer: str | None
     tool_calls: int | None
@@ -88,15 +90,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         raise NeedlepointError(f"{p}: is a directory, expected a file")
     data = read_limited(p, MAX_INPUT_BYTES, pipes=True)  # a FIFO in a folder never blocks
-    offset = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        return data[offset:].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = offset + exc.start
-        line = data[:at].count(b"\n") + 1
-        raise NeedlepointError(
-            f"{p}:{line}: not UTF-8 (byte 0x{data[at]:02x} at offset {at})"
-        ) from None
+    return decode_utf8(data.removeprefix(codecs.BOM_UTF8), str(p), by_line=True)
 
 
 def parse_instant(text: str) -> int:
@@ -117,12 +111,8 @@ def iso_from_ns(ns: int) -> str:
     return text + "Z"
 
 
-def _fail(p: Path, line: int, field: str, problem: str) -> NeedlepointError:
-    return NeedlepointError(f"{p}:{line}: field '{field}': {problem}")
-
-
-def _csv_rows(p: Path, fmt: str, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line, row)`` for each record of a versioned CSV, checking header and format."""
+def _csv_rows(p: Path, fmt: str, columns: tuple[str, ...]) -> Iterator[tuple[int, Fields]]:
+    """Yield ``(line, fields)`` for each record of a versioned CSV, checking header and format."""
     reader = csv.reader(io.StringIO(read_text(p), newline=""), strict=True)
     try:
         header = next(reader, None)
@@ -144,25 +134,20 @@ def _csv_rows(p: Path, fmt: str, columns: tuple[str, ...]) -> Iterator[tuple[int
                 raise NeedlepointError(
                     f"{p}:{line}: expected {len(header)} fields, found {len(row)}"
                 )
-            record = dict(zip(header, row, strict=True))
-            if record["format"] != fmt:
-                raise _fail(p, line, "format", f"expected '{fmt}', found '{record['format']}'")
+            record = Fields(dict(zip(header, row, strict=True)), f"{p}:{line}")
+            record.choice("format", (fmt,))
             yield line, record
     except csv.Error as exc:
         raise NeedlepointError(f"{p}:{reader.line_num}: malformed CSV ({exc})") from None
 
 
-def _text(p: Path, line: int, record: dict[str, str], field: str, *, empty: bool = False) -> str:
+def _exact(record: Fields, name: str, *, empty: bool = False) -> str:
     """A field that must be exact: no surrounding whitespace, one line, non-empty unless allowed."""
-    value = record[field]
-    if not value:
-        if empty:
-            return value
-        raise _fail(p, line, field, "empty")
+    value = str(record.text(name, nonempty=not empty))
     if value != value.strip():
-        raise _fail(p, line, field, "leading or trailing whitespace (matching is exact)")
+        raise record.fail(name, "leading or trailing whitespace (matching is exact)")
     if "\n" in value or "\r" in value:
-        raise _fail(p, line, field, "spans lines (matching is line by line)")
+        raise record.fail(name, "spans lines (matching is line by line)")
     return value
 
 
@@ -172,14 +157,14 @@ def read_reference(path: str | os.PathLike[str]) -> tuple[ReferencePair, ...]:
     pairs: list[ReferencePair] = []
     seen: dict[str, int] = {}
     for line, rec in _csv_rows(p, REFERENCE_FORMAT, ("format", "id", "question", "answer")):
-        ref_id = _text(p, line, rec, "id")
+        ref_id = _exact(rec, "id")
         if ref_id in seen:
-            raise _fail(p, line, "id", f"'{ref_id}' already used on line {seen[ref_id]}")
+            raise rec.fail("id", f"'{ref_id}' already used on line {seen[ref_id]}")
         seen[ref_id] = line
-        question = rec["question"].strip()
+        question = str(rec.text("question")).strip()
         if not question:
-            raise _fail(p, line, "question", "empty")
-        pairs.append(ReferencePair(ref_id, question, _text(p, line, rec, "answer"), line))
+            raise rec.fail("question", "must not be empty")
+        pairs.append(ReferencePair(ref_id, question, _exact(rec, "answer"), line))
     if not pairs:
         raise NeedlepointError(f"{p}:2: no reference pairs after the header")
     return tuple(pairs)
@@ -192,17 +177,17 @@ def read_discards(path: str | os.PathLike[str]) -> tuple[Discard, ...]:
     discards: list[Discard] = []
     seen: dict[tuple[str, str, int], int] = {}
     for line, rec in _csv_rows(p, DISCARDS_FORMAT, columns):
-        ref_id = _text(p, line, rec, "reference_id")
-        file = _text(p, line, rec, "file")
-        if not rec["line"].isascii() or not rec["line"].isdigit() or int(rec["line"]) < 1:
-            raise _fail(p, line, "line", f"expected a line number ≥ 1, found '{rec['line']}'")
-        if not rec["reason"].strip():
-            raise _fail(p, line, "reason", "a discard needs a written reason")
-        key = (ref_id, file, int(rec["line"]))
+        ref_id, file, number = _exact(rec, "reference_id"), _exact(rec, "file"), rec.obj["line"]
+        if not number.isascii() or not number.isdigit() or int(number) < 1:
+            raise rec.fail("line", f"expected a line number ≥ 1, found '{number}'")
+        reason = str(rec.text("reason")).strip()
+        if not reason:
+            raise rec.fail("reason", "a discard needs a written reason")
+        key = (ref_id, file, int(number))
         if key in seen:
-            raise _fail(p, line, "line", f"same discard as on line {seen[key]}")
+            raise rec.fail("line", f"same discard as on line {seen[key]}")
         seen[key] = line
-        discards.append(Discard(ref_id, file, key[2], rec["reason"].strip(), str(p), line))
+        discards.append(Discard(ref_id, file, key[2], reason, str(p), line))
     return tuple(discards)
 
 
@@ -213,23 +198,22 @@ def read_runs(path: str | os.PathLike[str]) -> tuple[Run, ...]:
     first: dict[str, tuple[int, str, str, int]] = {}
     values: dict[str, list[str]] = {}
     for line, rec in _csv_rows(p, RUNS_FORMAT, columns):
-        run_id = _text(p, line, rec, "run_id")
-        battery = _text(p, line, rec, "battery")
-        started = _text(p, line, rec, "started_at")
+        run_id, battery = _exact(rec, "run_id"), _exact(rec, "battery")
+        started = _exact(rec, "started_at")
         try:
             started_ns = parse_instant(started)
         except ValueError as exc:
-            raise _fail(p, line, "started_at", f"not an ISO 8601 instant ({exc})") from None
+            raise rec.fail("started_at", f"not an ISO 8601 instant ({exc})") from None
         if run_id in first:
             first_line, first_battery, first_started, _ = first[run_id]
             if battery != first_battery:
-                raise _fail(p, line, "battery", f"differs from line {first_line} of the run")
+                raise rec.fail("battery", f"differs from line {first_line} of the run")
             if started != first_started:
-                raise _fail(p, line, "started_at", f"differs from line {first_line} of the run")
+                raise rec.fail("started_at", f"differs from line {first_line} of the run")
         else:
             first[run_id] = (line, battery, started, started_ns)
             values[run_id] = []
-        value = _text(p, line, rec, "value", empty=True)
+        value = _exact(rec, "value", empty=True)
         if value and value not in values[run_id]:
             values[run_id].append(value)
     if not first:
@@ -241,56 +225,39 @@ def read_runs(path: str | os.PathLike[str]) -> tuple[Run, ...]:
     return tuple(sorted(runs, key=lambda r: (r.started_ns, r.run_id)))
 
 
-def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)[:60]
-
-
 def _result_row(p: Path, line: int, obj: Any) -> ResultRow:
-    if not isinstance(obj, dict):
-        raise NeedlepointError(f"{p}:{line}: expected a JSON object, found {_shown(obj)}")
-    for field in ("format", "run_id", "condition", "question_id", "closed", "expected", "answer"):
-        if field not in obj:
-            raise _fail(p, line, field, "missing")
-    if obj["format"] != RESULTS_FORMAT:
-        raise _fail(
-            p, line, "format", f"expected '{RESULTS_FORMAT}', found {_shown(obj['format'])}"
-        )
-    for field in ("run_id", "question_id", "expected"):
-        if not isinstance(obj[field], str) or not obj[field]:
-            raise _fail(p, line, field, f"expected a non-empty string, found {_shown(obj[field])}")
-    if obj["condition"] not in CONDITIONS:
-        raise _fail(
-            p, line, "condition", f"expected one of {CONDITIONS}, found {_shown(obj['condition'])}"
-        )
-    if not isinstance(obj["closed"], bool):
-        raise _fail(p, line, "closed", f"expected true or false, found {_shown(obj['closed'])}")
-    if obj["answer"] is not None and not isinstance(obj["answer"], str):
-        raise _fail(p, line, "answer", f"expected a string or null, found {_shown(obj['answer'])}")
-    calls = obj.get("tool_calls")
-    if calls is not None and (type(calls) is not int or calls < 0):
-        raise _fail(p, line, "tool_calls", f"expected an integer ≥ 0, found {_shown(calls)}")
-    return ResultRow(
-        obj["run_id"], obj["condition"], obj["question_id"], obj["closed"], obj["expected"],
-        obj["answer"], calls, line,
-    )  # fmt: skip
+    f = Fields(obj, f"{p}:{line}")
+    f.choice("format", (RESULTS_FORMAT,))
+    return ResultRow(  # the fields checked in this order
+        run_id=f.text("run_id", nonempty=True),
+        condition=f.choice("condition", CONDITIONS),
+        question_id=f.text("question_id", nonempty=True),
+        closed=f.boolean("closed"),
+        expected=f.text("expected", nonempty=True),
+        answer=_answer(f),
+        tool_calls=f.integer("tool_calls", low=0, optional=True),
+        line=line,
+    )
+
+
+def _answer(f: Fields) -> str | None:
+    f.get("answer", optional=False)  # null (no answer given) is allowed, a missing field is not
+    return f.text("answer", optional=True)
 
 
 def read_results(path: str | os.PathLike[str]) -> tuple[ResultRow, ...]:
     """Read a results JSONL file; an absent or null ``tool_calls`` is kept as None, not an error."""
     p = Path(path)
-    # read_text drops a leading BOM and names the line of a bad byte.
-    lines = read_text(p).split("\n")
-    if lines[-1] == "":
-        lines.pop()
     rows: list[ResultRow] = []
     seen: dict[tuple[str, str], int] = {}
-    for line, text in enumerate(lines, start=1):
-        if not text.strip():
-            raise NeedlepointError(f"{p}:{line}: empty line")
-        row = _result_row(p, line, parse_json(text, str(p), line))
+    # read_text drops a leading BOM and names the line of a bad byte.
+    for line, value in jsonl_values(read_text(p), str(p)):
+        row = _result_row(p, line, value)
         key = (row.run_id, row.question_id)
         if key in seen:
-            raise _fail(p, line, "question_id", f"repeats line {seen[key]} of the same run")
+            raise NeedlepointError(
+                f"{p}:{line}: field question_id: repeats line {seen[key]} of the same run"
+            )
         seen[key] = line
         rows.append(row)
     if not rows:

@@ -1,18 +1,28 @@
-"""Every field of ``protocol.json`` by type and range, and the size limits checked before any
-generation starts.
+"""The documented shape of every file of a design: ``protocol.json``'s fields, groups and size
+limits, and the prepared folder's data files; each is checked before anything uses it.
 
-The generator (``protocol.validate``) and the independent audit both run these checks first, so
-neither ever meets a mistyped field or a design too large to build: a bad protocol is one line,
-``protocol.json: field NAME: problem``. The limits are documented in PROTOCOL.md.
+The generator (``protocol.validate``, ``load_prepared``) and the independent audit both run
+these checks first, so neither ever meets a mistyped field, a design too large to build or a
+truncated, re-encoded or hand-edited data file: each is one line,
+``FILE[:LINE]: field NAME: problem`` (exit 2), never a traceback. Whether the *content* is the
+protocol's is for verify and audit to judge. This module imports nothing from the generator,
+so the audit stays independent of it. The limits are documented in PROTOCOL.md.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import os
 import re
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
-from needlepoint.fields import Fields, is_int
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import decode_utf8, jsonl_values
+from needlepoint.safeio import read_limited
+from needlepoint.schema import Fields, is_int
 
 # Size limits, checked before anything is generated (PROTOCOL.md, "Limits").
 MAX_CASES = 10_000
@@ -37,8 +47,9 @@ CONDITIONS = ("B", "M", "E", "A")
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))
 
 
-# Fields that shape a request body (profiles.BODY_FIELDS): which are present depends on the
-# body profile, so they are typed here when present and required by the profile's rules.
+# Every top-level field that shapes a request body (besides `model`); none is part of the
+# design. Which are present depends on the body profile, so they are typed here when present
+# and required by the profile's rules (profiles.validate_body_fields).
 BODY_FIELDS = (
     "body_profile",
     "temperature",
@@ -73,6 +84,29 @@ FIELDS = (
     "runner",
     "analysis",
 )
+
+# PROTOCOL.md, "Design fingerprint": every top-level field is exactly one of these. Two prepared
+# folders with one design fingerprint (over the design fields, whole) hold the same records,
+# codes, order and answer key, are scored and analysed by the same rules, and differ at most in
+# the model they ask and how the bodies are shaped. The audit hashes the same fields.
+DESIGN_FIELDS = (
+    "analysis",
+    "cases",
+    "code_pattern",
+    "conditions",
+    "format",
+    "lengths",
+    "names",
+    "orders",
+    "protocol_id",
+    "seeds",
+    "similarities",
+    "templates",
+    "unknown",
+)
+LABEL_FIELDS = ("description", "version", *OPTIONAL_FIELDS)
+EXECUTION_FIELDS = ("runner",)
+VARIANT_FIELDS = ("model", *BODY_FIELDS)
 
 
 def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
@@ -278,3 +312,151 @@ def check_sizes(p: dict[str, Any], f: Fields) -> None:
             f"the prepared files would hold about {size / 2**20:.0f} MiB "
             f"(limit {MAX_PREPARED_BYTES // 2**20} MiB)",
         )
+
+
+# --- the prepared folder's data files --------------------------------------------------------
+
+PLAN_COLUMNS = (
+    "seq",
+    "block",
+    "pair",
+    "case",
+    "length",
+    "similarity",
+    "condition",
+    "order",
+    "request_sha256",
+)
+DATA_FILES = ("protocol.json", "requests.jsonl", "plan.csv", "answer_key.jsonl")
+_INT_COLUMNS = ("seq", "block", "pair", "length")
+_DIGITS = re.compile(r"[0-9]{1,9}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def read_text(path: Path, limit: int = MAX_PREPARED_BYTES) -> str:
+    """A data file as UTF-8 text; every failure is one line naming the file (and line).
+
+    A FIFO is refused without blocking, and a file larger than ``limit`` without being read.
+    """
+    return decode_utf8(read_limited(path, limit), str(path), by_line=True)
+
+
+def size_limits(protocol: dict[str, Any]) -> dict[str, int]:
+    """The most bytes each data file of this protocol's prepared folder can hold: more, and it
+    is not the file prepare wrote (so it is refused before it is read, whatever its size)."""
+    requests = protocol["cases"] * len(protocol["lengths"]) * len(protocol["similarities"])
+    requests *= len(protocol["conditions"])
+    materials = estimated_bytes(protocol) + (1 << 20)  # an upper estimate, with room
+    return {
+        "requests.jsonl": materials,
+        "answer_key.jsonl": materials,
+        "plan.csv": 1024 + 512 * requests,  # nine short fields and a SHA-256 per request
+    }
+
+
+def check_file_sizes(root: Path, protocol: dict[str, Any]) -> None:
+    """Refuse a data file larger than the protocol allows, before reading any of it."""
+    for name, limit in size_limits(protocol).items():
+        try:
+            size = os.stat(root / name).st_size
+        except OSError:
+            continue  # missing or unreadable: the reader says so
+        if size > limit:
+            raise NeedlepointError(
+                f"{root / name}: {size} bytes, more than this protocol's prepared file can hold "
+                f"(at most {limit}); not read"
+            )
+
+
+def check_plan(path: Path, text: str | None = None) -> list[dict[str, str]]:
+    """plan.csv's rows as dicts of strings: the documented header, nine fields per row,
+    decimal integers where the columns are numbers, a hex SHA-256."""
+    text = read_text(path) if text is None else text
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise NeedlepointError(f"{path}: malformed CSV ({exc})") from None
+    if not rows or tuple(rows[0]) != PLAN_COLUMNS:
+        raise NeedlepointError(f"{path}:1: header must be {','.join(PLAN_COLUMNS)}")
+    out = []
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != len(PLAN_COLUMNS):
+            raise NeedlepointError(
+                f"{path}:{number}: {len(row)} fields, the header has {len(PLAN_COLUMNS)}"
+            )
+        values = dict(zip(PLAN_COLUMNS, row, strict=True))
+        for name in _INT_COLUMNS:
+            if not _DIGITS.fullmatch(values[name]):
+                raise NeedlepointError(
+                    f"{path}:{number}: field {name}: expected a decimal integer, found "
+                    f"{values[name][:20]!r}"
+                )
+        if not _HEX64.fullmatch(values["request_sha256"]):
+            raise NeedlepointError(
+                f"{path}:{number}: field request_sha256: expected a lower-case hex SHA-256"
+            )
+        out.append(values)
+    return out
+
+
+def check_request(value: Any, where: str) -> dict[str, Any]:
+    """One requests.jsonl line: ``{"body": {...}, "seq": N}``, the body's fields typed.
+
+    Which fields a body holds depends on its body profile (chat and reasoning send
+    ``messages``, completion a ``prompt``); which belong is for verify and audit to judge.
+    """
+    f = Fields(value, where)
+    _no_surrogates(value, f)
+    f.integer("seq", low=1)
+    body = f.nested("body")
+    assert body is not None
+    body.text("model")
+    body.number("temperature", optional=True)
+    for name in ("max_tokens", "max_completion_tokens"):
+        body.integer(name, optional=True)
+    body.text("reasoning_effort", optional=True)
+    body.array("stop", lambda v: isinstance(v, str), "a string", optional=True)
+    if "prompt" in body.obj or "messages" not in body.obj:
+        body.text("prompt")
+    if "messages" in body.obj:
+        body.array("messages", lambda m: isinstance(m, dict), "an object")
+        for i, message in enumerate(body.obj["messages"]):
+            m = Fields(message, where, f"body.messages[{i}].")
+            m.text("role")
+            m.text("content")
+    return value
+
+
+def check_answer(value: Any, where: str) -> dict[str, Any]:
+    """One answer_key.jsonl line with every documented field typed."""
+    f = Fields(value, where)
+    _no_surrogates(value, f)
+    f.integer("seq", low=1)
+    for name in ("expected", "target_code", "target_name", "similarity", "condition"):
+        f.text(name)
+    for name in ("codes_present", "near_codes", "near_names", "near_kinds"):
+        f.array(name, lambda v: isinstance(v, str), "a string")
+    return value
+
+
+def check_manifest(value: Any, where: str) -> dict[str, Any]:
+    """manifest.json: format, package_version, a SHA-256 per data file, source hashes."""
+    f = Fields(value, where)
+    f.integer("format")
+    f.text("package_version")
+    files = f.nested("files")
+    assert files is not None
+    for name in DATA_FILES:
+        files.sha256(name)
+    f.sha256("design_fingerprint", optional=True)  # absent from manifests older than it
+    sources = f.nested("sources", optional=True)
+    if sources is not None:
+        for name, digest in sources.obj.items():
+            if not isinstance(digest, str):
+                raise sources.fail(name, "expected a string")
+    return value
+
+
+def read_jsonl(path: Path, text: str | None = None) -> list[tuple[int, Any]]:
+    """``(line, value)`` for each line of a JSONL data file (``text``, if already read)."""
+    return jsonl_values(read_text(path) if text is None else text, str(path))

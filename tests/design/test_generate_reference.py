@@ -1,24 +1,35 @@
-"""The material generator against PROTOCOL.md's "Materials" section, for other seeds and sizes.
+"""The generator against PROTOCOL.md, for designs other than the reference.
 
-The reference set pins one seed byte for byte (tests/evidence, test_freeze); a rule that the
-reference draws never exercise (a repeated qualifier, a code drawn twice, an exhausted pool)
-could change unnoticed there. Here the section is transcribed step by step, using only
-``JavaRandom`` and ``shuffle``, and hypothesis compares it with ``generate_cases`` over seeds,
-case counts, lengths and small pools, where those rules do fire.
+The reference set pins one seed and one template set byte for byte (tests/evidence,
+test_prepared); a rule that the reference never exercises (a repeated qualifier, a code drawn
+twice, an exhausted pool, an odd template, another number of orders) could change unnoticed
+there. Here PROTOCOL.md's "Materials", "Execution order", "Requests" and "Templates" sections
+are transcribed step by step, using only ``JavaRandom`` and ``shuffle``, and hypothesis (or a
+few small designs) compares them with ``generate_cases``, ``execution_plan`` and
+``RequestBuilder``.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from needlepoint.design import materials
-from needlepoint.design.audit_rules import classify_near, shares_word
-from needlepoint.design.java_random import JavaRandom, shuffle
-from needlepoint.design.materials import generate_cases, near_slots
+from needlepoint.design import generate
+from needlepoint.design.audit import classify_near, shares_word
+from needlepoint.design.generate import (
+    RequestBuilder,
+    Slot,
+    execution_plan,
+    generate_cases,
+    near_slots,
+    shuffled_cases,
+)
 from needlepoint.design.protocol import reference_protocol
 from needlepoint.errors import NeedlepointError
+from needlepoint.rand import JavaRandom, shuffle
 
 
 def protocol_md_cases(p: dict, code_space: int = 26 * 26 * 10000) -> list[dict]:
@@ -181,7 +192,7 @@ def test_generated_cases_keep_the_audit_rules(p: dict) -> None:
 
 def test_codes_drawn_twice_are_redrawn(monkeypatch: pytest.MonkeyPatch) -> None:
     # Shrink the code space so that draws collide all the time; codes must stay unique.
-    monkeypatch.setattr(materials, "_CODE_SPACE", 300)
+    monkeypatch.setattr(generate, "_CODE_SPACE", 300)
     p = reference_protocol()
     p["cases"], p["lengths"] = 3, [12, 30]
     cases = generate_cases(p)
@@ -192,11 +203,11 @@ def test_codes_drawn_twice_are_redrawn(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_preparation_gives_up_after_100000_consecutive_rejections() -> None:
-    assert materials._MAX_REJECTIONS == 100_000  # PROTOCOL.md, "Materials"
+    assert generate._MAX_REJECTIONS == 100_000  # PROTOCOL.md, "Materials"
 
 
 def test_exhausted_pools_are_refused_with_advice(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(materials, "_MAX_REJECTIONS", 2000)  # the same rule, sooner
+    monkeypatch.setattr(generate, "_MAX_REJECTIONS", 2000)  # the same rule, sooner
     p = reference_protocol()
     p["names"], p["lengths"], p["cases"] = small_pools(4), [400], 1
     with pytest.raises(NeedlepointError) as info:
@@ -209,9 +220,162 @@ def test_exhausted_pools_are_refused_with_advice(monkeypatch: pytest.MonkeyPatch
 def test_pools_without_one_character_neighbours_are_refused(
     pool: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(materials, "_MAX_REJECTIONS", 2000)
+    monkeypatch.setattr(generate, "_MAX_REJECTIONS", 2000)
     p = reference_protocol()
     p["names"] = {**p["names"], pool: ["甲乙", "丙丁", "戊己"]}
     with pytest.raises(NeedlepointError) as info:
         generate_cases(p)
     assert str(info.value) == "no target with one-character neighbours in the names pools"
+
+
+ORDERS = ["-".join(p) for p in itertools.permutations("BMAE")]
+
+
+def protocol_md_plan(p: dict) -> list[tuple]:
+    """PROTOCOL.md, "Execution order", steps 1-6."""
+    c, k = p["cases"], len(p["orders"])
+    cases = list(range(c))
+    shuffle(cases, JavaRandom(p["seeds"]["order"]))  # 1. the shuffled case list
+    plan, block, pair = [], 0, 0
+    for i, case in enumerate(cases):  # 2. the i-th shuffled case
+        for li, length in enumerate(p["lengths"]):  # 3. one pair per length
+            pair += 1
+            sims = ["low", "high"] if i % 2 == 0 else ["high", "low"]  # 4.
+            for sim in sims:
+                block += 1
+                si = p["similarities"].index(sim)
+                order = p["orders"][(i + li + si * (k // 2)) % k]  # 5.
+                for cond in order.split("-"):  # 6. seq numbers every request in turn
+                    plan.append((len(plan) + 1, block, pair, case, length, sim, cond, order))
+    return plan
+
+
+@st.composite
+def designs(draw: st.DrawFn) -> dict:
+    orders = draw(st.lists(st.sampled_from(ORDERS), min_size=1, max_size=5, unique=True))
+    return {
+        "cases": len(orders) * draw(st.integers(1, 3)),
+        "orders": orders,
+        "similarities": ["low", "high"],
+        "lengths": draw(st.lists(st.integers(1, 500), min_size=1, max_size=3, unique=True)),
+        "seeds": {"order": draw(st.integers(-(2**63), 2**63 - 1))},
+    }
+
+
+@settings(derandomize=True, max_examples=120, deadline=None)
+@given(designs())
+def test_execution_plan_follows_protocol_md(p: dict) -> None:
+    plan = execution_plan(p)
+    assert all(isinstance(s, Slot) for s in plan)
+    got = [
+        (s.seq, s.block, s.pair, s.case_index, s.length, s.similarity, s.condition, s.order)
+        for s in plan
+    ]
+    assert got == protocol_md_plan(p)
+
+
+@settings(derandomize=True, max_examples=100, deadline=None)
+@given(designs())
+def test_each_order_appears_equally_often_per_stratum(p: dict) -> None:
+    plan = execution_plan(p)
+    k = len(p["orders"])
+    for length in p["lengths"]:
+        for sim in ("low", "high"):
+            blocks = {(s.block, s.order) for s in plan if (s.length, s.similarity) == (length, sim)}
+            counts = [sum(o == order for _, o in blocks) for order in p["orders"]]
+            assert counts == [p["cases"] // k] * k
+    if k >= 2:  # the two blocks of a pair never share an order
+        for pair in {s.pair for s in plan}:
+            assert len({s.order for s in plan if s.pair == pair}) == 2
+
+
+def test_shuffled_cases_is_collections_shuffle_of_the_case_indices() -> None:
+    p = {"cases": 12, "seeds": {"order": 5}}
+    cases = list(range(12))
+    shuffle(cases, JavaRandom(5))
+    assert shuffled_cases(p) == cases and sorted(cases) == list(range(12))
+
+
+TEMPLATES = {
+    "system": "Answer with the code only.",
+    "record": "<{name}> = [{code}] {0}}",
+    "user": "{name} stays literal here.\n{records}\n--\nWhat is the code of {name}? {{x}}",
+}
+
+
+def protocol_md_request(p: dict, case, bg, sim: str, cond: str) -> dict:
+    """PROTOCOL.md, "Requests" and "Templates"."""
+    t = p["templates"]
+    head, rest = t["record"].split("{name}")
+    mid, tail = rest.split("{code}")
+
+    def record(name: str, code: str) -> str:
+        return head + name + mid + code + tail
+
+    n = bg.length
+    slots = [((2 * k + 1) * n) // 12 for k in range(6)]
+    names = list(bg.names)
+    if sim == "high":
+        for k, s in enumerate(slots):
+            names[s] = case.near_names[k]
+    lines = [record(names[j], bg.codes[j]) for j in range(n)]
+    inserted = (
+        record(bg.placeholder_name, bg.placeholder_code)
+        if cond == "A"
+        else record(case.target_name, case.target_code)
+    )
+    half = n // 2
+    at = {"B": 0, "M": half, "A": half, "E": n}[cond]
+    records = [*lines[:at], inserted, *lines[at:]]
+    before, after = t["user"].split("{records}")
+    user = before + "\n".join(records) + after.replace("{name}", case.target_name)
+    inserted_code = bg.placeholder_code if cond == "A" else case.target_code
+    return {
+        "body": {
+            "model": p["model"],
+            "messages": [
+                {"role": "system", "content": t["system"]},
+                {"role": "user", "content": user},
+            ],
+            "temperature": p["temperature"],
+            "max_tokens": p["max_tokens"],
+        },
+        "expected": p["unknown"] if cond == "A" else case.target_code,
+        "codes_present": tuple(sorted([*bg.codes, inserted_code])),
+        "near_codes": tuple(bg.codes[s] for s in slots),
+        "near_names": tuple(names[s] for s in slots),
+    }
+
+
+@pytest.mark.parametrize(("lengths", "templates"), [([12, 25], TEMPLATES), ([13], None)])
+def test_every_request_follows_protocol_md(lengths: list[int], templates: dict | None) -> None:
+    p = reference_protocol()
+    p["cases"], p["lengths"] = 2, lengths
+    p["unknown"], p["model"], p["temperature"], p["max_tokens"] = "NONE", "m-1", 0.5, 9
+    if templates:
+        p["templates"] = templates
+    builder = RequestBuilder(p)
+    for case in generate_cases(p):
+        for bg, sim, cond in itertools.product(case.backgrounds, ("low", "high"), "BMEA"):
+            got = builder.build(case, bg, sim, cond)
+            want = protocol_md_request(p, case, bg, sim, cond)
+            assert {
+                "body": got.body,
+                "expected": got.expected,
+                "codes_present": got.codes_present,
+                "near_codes": got.near_codes,
+                "near_names": got.near_names,
+            } == want, (case.label, bg.length, sim, cond)
+            # Built twice (from the cache the second time), the same request comes back.
+            assert builder.build(case, bg, sim, cond) == got
+
+
+def test_the_literal_placeholders_survive() -> None:
+    p = reference_protocol()
+    p["cases"], p["lengths"], p["templates"] = 1, [12], TEMPLATES
+    case = generate_cases(p)[0]
+    user = RequestBuilder(p).build(case, case.backgrounds[0], "low", "B").body["messages"][1]
+    text = user["content"]
+    assert text.startswith("{name} stays literal here.\n<" + case.target_name + "> = [")
+    assert text.endswith(f"--\nWhat is the code of {case.target_name}? {{{{x}}}}")
+    assert text.count("{0}}") == 13
