@@ -1,5 +1,4 @@
-"""Analysis: the preregistered primary analysis, bootstrap, secondary tables, power, figures.
+"""Analysis: one run's rows become the preregistered decision, analysis.json, summary.md, figures.
 
-The third stage: one run's rows become analysis.json, summary.md and figures. It imports from
-``design`` and ``run`` and never from a later stage.
+The third stage. It imports from ``design`` and ``run`` and never from a later stage.
 """

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import needlepoint
-from needlepoint.analysis.inference import RunContext
 from needlepoint.analysis.inputs import AnalysisInput, from_results_csv, from_run
 from needlepoint.analysis.primary import SIMULATION_BANNER, primary
 from needlepoint.analysis.record import (
@@ -21,9 +20,11 @@ from needlepoint.analysis.record import (
     AnalysisDocument,
     AnalysisParameters,
     ProtocolRef,
+    RunContext,
     RunRef,
     to_json,
 )
+from needlepoint.analysis.report import record_lines, summary_markdown
 from needlepoint.analysis.secondary import secondary
 from needlepoint.design.profiles import body_profile
 from needlepoint.design.protocol import design_fingerprint
@@ -69,7 +70,7 @@ class Analysis:
 
     def headline(self) -> list[str]:
         """What was run, Q1, Q2 and the robustness verdict, as ``analyze`` prints them."""
-        from needlepoint.analysis.headline import headline_lines
+        from needlepoint.analysis.report import headline_lines
 
         return headline_lines(self.document)
 
@@ -118,8 +119,7 @@ class Analysis:
 
 def build_document(inp: AnalysisInput) -> AnalysisDocument:
     """The versioned analysis.json content for one validated run."""
-    from needlepoint.analysis.diagnostics import diagnostics
-    from needlepoint.analysis.effects import effects
+    from needlepoint.analysis.effects import diagnostics, effects
     from needlepoint.analysis.robustness import robustness
 
     result = primary(inp)
@@ -159,15 +159,14 @@ def build_document(inp: AnalysisInput) -> AnalysisDocument:
 
 def write_figures(doc: AnalysisDocument, inp: AnalysisInput, out: Path) -> None:
     """Draw the five analysis figures into ``out``."""
-    from needlepoint.analysis import plots
-    from needlepoint.analysis.position_plot import position_lines
+    from needlepoint.analysis import figures
 
     sim = inp.simulation
-    plots.accuracy_heatmap(doc.secondary.accuracy, out / FIGURES["accuracy"], sim)
-    plots.forest_plot(doc.primary, out / FIGURES["forest"], sim)
-    plots.bootstrap_plot(doc.primary, out / FIGURES["bootstrap"], sim)
-    plots.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
-    position_lines(doc.effects.positions, out / FIGURES["positions"], sim)
+    figures.accuracy_heatmap(doc.secondary.accuracy, out / FIGURES["accuracy"], sim)
+    figures.forest_plot(doc.primary, out / FIGURES["forest"], sim)
+    figures.bootstrap_plot(doc.primary, out / FIGURES["bootstrap"], sim)
+    figures.completeness_grid(inp.outcomes, out / FIGURES["completeness"], sim)
+    figures.position_lines(doc.effects.positions, out / FIGURES["positions"], sim)
 
 
 def analyze(
@@ -178,11 +177,10 @@ def analyze(
 ) -> Analysis:
     """Analyse a validated input; with ``out_dir`` write analysis.json, summary.md, figures.
 
-    ``record``: the study record's lines for summary.md (a run's declaration chain, other runs
-    of its design on record); they never enter analysis.json or the decision.
+    ``record``: the study record's lines for summary.md (``report.record_lines``: a run's
+    declaration chain, other runs of its design on record); they never enter analysis.json or
+    the decision.
     """
-    from needlepoint.analysis.summary import summary_markdown
-
     doc = build_document(inp)
     if out_dir is None:
         return Analysis(doc, None)
@@ -204,22 +202,18 @@ def analyze_run(
     out_dir: str | Path | None = None,
     prepared_dir: str | Path | None = None,
     figures: bool = True,
+    record: Sequence[str] | None = None,
 ) -> Analysis:
-    """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``."""
-    target = Path(run_dir) / "analysis" if out_dir is None else out_dir
+    """Analyse a run folder (re-derived from its journal); default output ``RUNDIR/analysis``.
+
+    ``record``: the study record's lines, as `needlepoint analyze` passes them; by default a
+    declared run's declaration chain, as the command writes it where it finds no evidence root.
+    """
+    target = Path(run_dir) / "analysis" if out_dir is None else Path(out_dir)
     inp = from_run(run_dir, prepared_dir)
-    return analyze(inp, target, figures, declaration_record(run_dir, target))
-
-
-def declaration_record(run_dir: str | Path, out_dir: str | Path) -> list[str]:
-    """A declared run's declaration chain for summary.md (paths as seen from ``out_dir``);
-    nothing for a run started without one."""
-    from needlepoint.run.declaration import run_chain_lines
-    from needlepoint.run.folder import recorded_declaration
-
-    if recorded_declaration(Path(run_dir)) is None:
-        return []
-    return run_chain_lines(Path(run_dir), Path(out_dir))
+    if record is None:
+        record = record_lines([run_dir], target)
+    return analyze(inp, target, figures, record)
 
 
 def analyze_results(

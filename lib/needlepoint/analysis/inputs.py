@@ -1,23 +1,40 @@
-"""Read and validate the results table the analysis runs on, and refuse anything it must not pool.
+"""The run the analysis reads: its results table validated row by row, and what was run where.
 
 Every row is checked against the prepared plan it claims to come from: plan columns and request
 hash must match, status and kind must be a documented pair, valid responses must re-score to the
 recorded status, and numbers are either empty (unknown) or well-formed. A problem is one line
-naming the file, the line and the field.
+naming the file, the line and the field. A results cell may hold a whole response body, so the
+reader accepts cells up to the runner's body limit, escaped for CSV.
+
+A pilot is refused as a main run: it runs a design on held-out materials to calibrate it
+(``needlepoint.pilot``); its prepared protocol carries ``rationale.kind: "pilot"`` and its
+run.json ``extra.pilot: true``, and the calibration reads nothing else.
+
+The run's context (the headline's facts) comes from the run folder: the endpoint's host (from
+run.json's base URL, never the full URL or a key), the first and last date and the sessions
+(from the journal), and how long the prompts of each background length are: in tokens counted
+by the served tokenizer (``token_counts.json`` in the prepared folder, when it belongs to these
+very materials), else in the prompt tokens the endpoint reported (``usage.prompt_tokens``), else
+in characters, labelled as such.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from needlepoint.analysis.context import RunContext, near_kind, run_context, run_facts
-from needlepoint.analysis.guards import check_pilot
-from needlepoint.analysis.results_table import read_results_csv
+from needlepoint.analysis.record import LengthSize, RunContext
 from needlepoint.design.prepared import PlanCell, Prepared, load_prepared
+from needlepoint.design.profiles import text_chars
 from needlepoint.design.protocol import is_pilot
 from needlepoint.design.schema import PLAN_COLUMNS
 from needlepoint.design.verify import verify_prepared
@@ -36,6 +53,7 @@ from needlepoint.run.scoring import (
     lenient_correct,
     score_text,
 )
+from needlepoint.safeio import open_read
 
 _INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens", "reasoning_tokens")
 _FLOAT_FIELDS = ("latency_s", "cost")
@@ -285,3 +303,209 @@ def refuse_pooling(inputs: Sequence[AnalysisInput], names: Sequence[str]) -> Non
     raise NeedlepointError(
         f"{names[1]}: the preregistered analysis covers one run; analyse each run on its own"
     )
+
+
+# --- reading a results table ---------------------------------------------------------------------
+
+
+# Columns added to results.csv after its first version: a table written before one existed
+# reads it as empty (unknown), as the JSON records read a field added later.
+LATER_COLUMNS = ("reasoning_tokens",)
+
+# A results.csv cell can hold a whole answer: at most 16 MiB of body, so at most 16 Mi
+# characters once read (the csv module counts a field's characters after undoing its quoting,
+# and holds them as 4 bytes each: a field at this limit costs 68 MiB).
+RESULTS_FIELD_LIMIT = 17 * 1024 * 1024
+# A physical line: that answer with every quote doubled, and the other, short cells.
+MAX_LINE_CHARS = 2 * RESULTS_FIELD_LIMIT + 64 * 1024
+
+
+def read_results_csv(path: str | Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """Rows of a results CSV with the line each starts on, one at a time (a table of any size
+    costs the memory of one row); the header must hold every column but those added later
+    (LATER_COLUMNS), which read as empty, unknown, in a table written before they existed."""
+    p = Path(path)
+    try:
+        fh = open_read(p, follow=True)
+    except FileNotFoundError:
+        raise NeedlepointError(f"{p}: file not found") from None
+    except OSError as exc:
+        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    return _rows(p, fh)
+
+
+def _rows(p: Path, raw: Any) -> Iterator[tuple[int, dict[str, str]]]:
+    # response_text holds a whole answer, up to the runner's body limit: far past csv's default
+    # field limit (128 KiB), which would refuse the results.csv that `results` wrote.
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, RESULTS_FIELD_LIMIT))
+    fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    try:
+        yield from _read_rows(p, fh)
+    finally:
+        csv.field_size_limit(limit)
+        fh.close()
+
+
+def _lines(p: Path, fh: Any) -> Iterator[str]:
+    """The file's physical lines, each refused past MAX_LINE_CHARS before it is held whole (a
+    file of one endless line would otherwise be read into memory before csv sees it)."""
+    number = 0
+    while line := fh.readline(MAX_LINE_CHARS + 1):
+        number += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise NeedlepointError(
+                f"{p}:{number}: a line longer than {MAX_LINE_CHARS} characters (not read)"
+            )
+        yield line
+
+
+def _read_rows(p: Path, fh: Any) -> Iterator[tuple[int, dict[str, str]]]:
+    try:
+        reader = csv.reader(_lines(p, fh))
+        header = next(reader, None)
+        if header is None:
+            raise NeedlepointError(f"{p}:1: empty file, expected a header row")
+        missing = [c for c in RESULT_COLUMNS if c not in header and c not in LATER_COLUMNS]
+        if missing:
+            raise NeedlepointError(f"{p}:1: field {missing[0]}: missing column")
+        extra = [c for c in header if c not in RESULT_COLUMNS] or (
+            [c for c in header if header.count(c) > 1]
+        )
+        if extra:
+            raise NeedlepointError(f"{p}:1: field {extra[0]}: unexpected or repeated column")
+        absent = dict.fromkeys((c for c in LATER_COLUMNS if c not in header), "")
+        start = reader.line_num + 1
+        for values in reader:
+            if len(values) != len(header):
+                raise NeedlepointError(
+                    f"{p}:{start}: field {header[min(len(values), len(header) - 1)]}: row "
+                    f"has {len(values)} fields, header has {len(header)}"
+                )
+            yield start, {**dict(zip(header, values, strict=True)), **absent}
+            start = reader.line_num + 1
+    except UnicodeDecodeError as exc:
+        raise NeedlepointError(f"{p}: not UTF-8 ({exc.reason})") from None
+    except csv.Error as exc:
+        raise NeedlepointError(f"{p}:{reader.line_num}: malformed CSV ({exc})") from None
+
+
+# --- the pilot refusal ---------------------------------------------------------------------------
+
+
+def check_pilot(where: str | Path, marked: bool, pilot: bool, mark: str) -> None:
+    """Refuse a pilot read as a main run (``pilot`` False), or a main run read as a pilot."""
+    if marked and not pilot:
+        raise NeedlepointError(
+            f"{where}: is a pilot ({mark} says so): pilots run on held-out materials to "
+            "calibrate a design and are never analysed as a main run; use needlepoint calibrate"
+        )
+    if pilot and not marked:
+        raise NeedlepointError(f"{where}: is not a pilot ({mark} does not mark one)")
+
+
+# --- what was run where and when -----------------------------------------------------------------
+
+
+TOKEN_COUNTS_FILE = "token_counts.json"  # written by `local-model tokenize-check`
+TOKENIZER = "token_counts.json (the served tokenizer)"
+USAGE = "usage.prompt_tokens (reported by the endpoint)"
+CHARACTERS = "characters of the prompt text (no token count recorded)"
+
+
+def near_kind(row: Mapping[str, str], answer: Mapping[str, Any]) -> str | None:
+    """The kind of the near name whose code a wrong answer gives (``unrelated`` under low)."""
+    codes, kinds = list(answer.get("near_codes", ())), answer.get("near_kinds", ())
+    code = java_trim(row["response_text"]) if row["status"] == ERROR and kinds else None
+    return kinds[codes.index(code)] if code in codes else None
+
+
+def _size(length: int, unit: str, source: str, values: list[int]) -> LengthSize:
+    return LengthSize(
+        length=length,
+        unit=unit,
+        source=source,
+        requests=len(values),
+        minimum=min(values),
+        median=float(statistics.median(values)),
+        maximum=max(values),
+    )
+
+
+def _tokenizer_counts(prepared: Prepared) -> dict[int, list[int]] | None:
+    """Per length, the prompt tokens ``token_counts.json`` records, if it is whole and ours."""
+    path = prepared.root / TOKEN_COUNTS_FILE
+    try:
+        if not path.is_file() or path.stat().st_size > 64 * 1024 * 1024:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("prepared_fingerprint") != prepared.fingerprint:
+            return None
+        lengths = {p.seq: p.length for p in prepared.plan}
+        out: dict[int, list[int]] = defaultdict(list)
+        for r in data["requests"]:
+            tokens = r["prompt_tokens"]
+            if type(tokens) is not int or lengths.get(r["seq"]) != r["length"]:
+                return None
+            out[r["length"]].append(tokens)
+        return dict(out) if sorted(out) == sorted(set(lengths.values())) else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # unreadable or another shape: the next source is used
+
+
+def length_sizes(prepared: Prepared, outcomes: Iterable[Any]) -> tuple[LengthSize, ...]:
+    """Prompt size per background length, from the best source available for all of them."""
+    rows = list(outcomes)
+    lengths = sorted({o.length for o in rows})
+    counted = _tokenizer_counts(prepared)
+    if counted is not None:
+        return tuple(_size(n, "tokens", TOKENIZER, counted[n]) for n in lengths)
+    usage: dict[int, list[int]] = defaultdict(list)
+    for o in rows:
+        if o.prompt_tokens is not None:
+            usage[o.length].append(o.prompt_tokens)
+    if all(usage.get(n) for n in lengths):
+        return tuple(_size(n, "tokens", USAGE, usage[n]) for n in lengths)
+    chars: dict[int, list[int]] = defaultdict(list)
+    for p in prepared.plan:
+        chars[p.length].append(text_chars(json.loads(prepared.bodies[p.seq])))
+    return tuple(_size(n, "characters", CHARACTERS, chars[n]) for n in lengths)
+
+
+def run_context(
+    prepared: Prepared, outcomes: Iterable[Any], records: list[dict[str, Any]] | None,
+    base_url: str | None = None,
+) -> RunContext:  # fmt: skip
+    """The context of a run (``records``: its journal) or of a results table (None)."""
+    host = urlsplit(base_url).hostname if base_url else None
+    times = sorted(str(r["time"])[:10] for r in records or () if isinstance(r.get("time"), str))
+    return RunContext(
+        endpoint_host=host,
+        first_date=times[0] if times else None,
+        last_date=times[-1] if times else None,
+        sessions=None if records is None else sum(r.get("type") == "session" for r in records),
+        lengths=length_sizes(prepared, outcomes),
+    )
+
+
+def sessions_by_seq(records: Iterable[dict[str, Any]]) -> dict[int, int]:
+    """The session that sent each attempted seq (the session record before its attempt)."""
+    current, out = 0, {}
+    for r in records:
+        if r.get("type") == "session":
+            current = int(r.get("session") or current + 1)
+        elif r.get("type") == "attempt" and isinstance(r.get("seq"), int):
+            out.setdefault(r["seq"], current)
+    return out
+
+
+def run_facts(
+    run_dir: Path, prepared: Prepared, outcomes: Iterable[Any]
+) -> tuple[RunContext, dict[int, int]]:
+    """The context of a run folder and the session of each seq, from run.json and the journal."""
+    from needlepoint.run.journal import walk
+
+    # Only what the context needs of each record, read as a stream: never the bodies.
+    records = walk(run_dir).state.timeline()
+    base_url = read_run_record(run_dir).base_url
+    return run_context(prepared, outcomes, records, base_url), sessions_by_seq(records)

@@ -4,23 +4,144 @@ A hypothetical model answers correctly with fixed probabilities at B, M and E (a
 correctly on A); under high similarity its middle accuracy drops by an added middle loss, which
 is then exactly the expected value of the primary metric. Each simulated run goes through the
 real execution order, the runner's stop rule (k consecutive failures end the run), the real
-completeness rules and the real decision, including the bootstrap: exact enumeration (over
-distinct case values, which is the same distribution) up to the protocol's limit, and above it
-the very resamples the analysis would draw from the protocol's seed. Everything is seeded.
+completeness rules, the one metric (``primary.numerators``) and the one decision rule
+(``primary.meets_rule``), including the bootstrap: the exact count up to the protocol's limit,
+and above it the very resamples the analysis would draw from the protocol's seed. Everything
+is seeded.
+
+**The model** (``PowerModel``): P(correct) per similarity and position. B, E and A have one
+accuracy per similarity (``acc_*`` under low, ``high_*`` under high; a high rate left None is
+the low one), M one under low similarity. The added middle loss ``effect`` then fixes M under
+high similarity so that the expected primary metric is exactly ``effect``:
+
+    high M = acc_m + shift − effect,   shift = (high B + high E)/2 − (acc_b + acc_e)/2
+
+so with equal edge rates high M = acc_m − effect. Because high M must be a probability, the
+rates allow effects from ``smallest_effect`` to ``largest_effect`` only. ``high_m``, when
+given, is a measured high-similarity middle accuracy: it names the rates' own difference
+(``own_effect``) and is otherwise not used. ``case_sd`` spreads the cases: each case's answers
+share one shift on the logit scale, drawn from N(0, case_sd²) per simulated run.
+
+``sensitivity_lines`` is `needlepoint power` and the power notebook: the table, its curve and
+its files.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from needlepoint.analysis.bootstrap import as_fraction, integer_sum_weights, tail_probabilities
-from needlepoint.analysis.power_model import CONDITIONS, PowerModel, expit_shifted, mc_se
+from needlepoint.analysis.bootstrap import (
+    integer_sum_weights,
+    quantile_need,
+    resample_indices,
+    tail_probabilities,
+)
+from needlepoint.analysis.figures import stable_figure
+from needlepoint.analysis.primary import evaluable, meets_rule, numerators
 from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.errors import NeedlepointError
+
+CONDITIONS = ("B", "M", "E", "A")
+MAX_CASE_SD = 10.0  # on the logit scale: beyond it every case is at 0 or 1 anyway
+
+
+# --- the hypothetical model ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PowerModel:
+    """A hypothetical model: P(correct) by similarity and position, spread, failures, stops."""
+
+    acc_b: float = 0.95
+    acc_m: float = 0.9
+    acc_e: float = 0.95
+    acc_a: float = 0.95
+    failure_rate: float = 0.0
+    stop_after: int | None = None  # consecutive failures that end a run; None: the protocol's
+    high_b: float | None = None
+    high_m: float | None = None
+    high_e: float | None = None
+    high_a: float | None = None
+    case_sd: float = 0.0
+
+    def check(self) -> None:
+        """Refuse probabilities outside [0, 1] and a spread outside [0, 10], with the name."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("stop_after", "case_sd") or value is None:
+                continue
+            if not 0 <= value <= 1:  # NaN fails too
+                raise NeedlepointError(f"power: {f.name} must lie in [0, 1], got {value}")
+        if not 0 <= self.case_sd <= MAX_CASE_SD:
+            raise NeedlepointError(
+                f"power: case_sd must lie in [0, {MAX_CASE_SD:g}] (logit scale), got {self.case_sd}"
+            )
+
+    def high(self, condition: str) -> float:
+        """P(correct) under high similarity at B, E or A (the low rate where none is given)."""
+        own = {"B": self.high_b, "E": self.high_e, "A": self.high_a}[condition]
+        low = {"B": self.acc_b, "E": self.acc_e, "A": self.acc_a}[condition]
+        return low if own is None else own
+
+    @property
+    def shift(self) -> float:
+        """How much higher the ends are under high similarity than under low, on average."""
+        return (self.high("B") + self.high("E")) / 2 - (self.acc_b + self.acc_e) / 2
+
+    @property
+    def largest_effect(self) -> float:
+        """The largest expected difference these rates allow: high M at 0."""
+        return self.acc_m + self.shift
+
+    @property
+    def smallest_effect(self) -> float:
+        """The smallest expected difference these rates allow: high M at 1."""
+        return self.acc_m + self.shift - 1
+
+    @property
+    def own_effect(self) -> float | None:
+        """The expected difference at the given ``high_m``; None without one."""
+        return None if self.high_m is None else self.largest_effect - self.high_m
+
+    def rates(self, effect: float) -> dict[tuple[str, str], float]:
+        """P(correct) per (similarity, condition) for one added middle loss."""
+        out = {("low", "B"): self.acc_b, ("low", "M"): self.acc_m}
+        out |= {("low", "E"): self.acc_e, ("low", "A"): self.acc_a}
+        out |= {("high", c): self.high(c) for c in ("B", "E", "A")}
+        # Clamped only against rounding: the grid's effects are checked against the range first.
+        out[("high", "M")] = min(1.0, max(0.0, self.largest_effect - effect))
+        return out
+
+    def check_effects(self, effects: tuple[float, ...]) -> None:
+        """Refuse an effect the rates cannot produce (also NaN), naming the range."""
+        low, high = max(0.0, self.smallest_effect), self.largest_effect
+        tol = 1e-12  # effects are typed decimals; the range is a sum of them
+        if not all(low - tol <= e <= high + tol for e in effects):
+            raise NeedlepointError(
+                f"power: added middle losses must lie in [{low:.4g}, {high:.4g}] for these rates "
+                "(the middle accuracy under high similarity they imply must be a probability)"
+            )
+
+
+def expit_shifted(p: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """P(correct) after a per-case shift on the logit scale; 0 and 1 stay where they are."""
+    with np.errstate(divide="ignore"):  # log(0) is -inf and log1p(-1) is -inf, on purpose
+        logit = np.log(p) - np.log1p(-p)
+    return 1 / (1 + np.exp(-(logit + shift)))
+
+
+def mc_se(power: float, simulations: int) -> float:
+    """Monte Carlo standard error of a simulated proportion: sqrt(p(1 − p)/runs)."""
+    return math.sqrt(power * (1 - power) / simulations)
+
+
+# --- the simulation ------------------------------------------------------------------------------
+
 
 # Limits checked before anything is allocated (docs/analysis.md, "Power").
 MAX_POWER_CASES = 10_000
@@ -105,14 +226,13 @@ def simulate_runs(
         valid &= np.arange(failed.shape[1]) <= last[:, None]  # the rest is never sent
     v, c = valid[:, index], correct[:, index].astype(np.int64)  # (runs, case, length, sim, cond)
     complete = v.all(axis=(2, 3, 4))
-    twice_loss = c[..., 0] + c[..., 2] - 2 * c[..., 1]
-    numerators = (twice_loss[..., 1] - twice_loss[..., 0]).sum(axis=2)
-    return numerators, complete
+    nums, _ = numerators(c[..., : len("BME")])
+    return nums, complete
 
 
 def _resample_counts(k: int, resamples: int, seed: int) -> np.ndarray:
     """How often each case appears in each resample: the analysis's own Monte Carlo draw."""
-    idx = np.random.default_rng(seed).integers(0, k, (resamples, k), dtype=np.uint32)
+    idx = resample_indices(k, resamples, seed)
     counts = np.zeros((resamples, k), dtype=np.float32)
     np.add.at(counts, (np.repeat(np.arange(resamples), k), idx.ravel()), 1)
     return counts
@@ -125,23 +245,23 @@ def decide_runs(
     params: AnalysisParameters,
     cache: dict[Any, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised preregistered decision for many runs: (supported, evaluable) per run."""
+    """The preregistered decision (``primary.meets_rule``) for many runs at once:
+    (supported, evaluable) per run."""
     cache = {} if cache is None else cache
-    threshold = as_fraction(float(params.threshold))
     alpha, _ = tail_probabilities(float(params.confidence))
-    exact_max, minimum = int(params.exact_bootstrap_max_cases), int(params.min_complete_cases)
+    exact_max = int(params.exact_bootstrap_max_cases)
     k = complete.sum(axis=1)
+    decided = evaluable(k, params)
     order = np.argsort(~complete, axis=1, kind="stable")  # complete cases first, in case order
     packed = np.take_along_axis(numerators, order, axis=1)
     supported = np.zeros(len(k), dtype=bool)
-    for kv in np.unique(k[k >= max(minimum, 1)]):
+    for kv in np.unique(k[decided]):
         rows = np.flatnonzero(k == kv)
         vals = packed[rows, :kv]
-        estimate_ok = vals.sum(axis=1) * threshold.denominator >= (
-            threshold.numerator * int(kv) * denominator
-        )
-        # Only runs that pass the threshold need their bootstrap lower bound.
-        rows, vals = rows[estimate_ok], vals[estimate_ok]
+        totals, scale = vals.sum(axis=1), int(kv) * denominator
+        # Only runs whose estimate reaches the threshold need their bootstrap lower bound.
+        reach = meets_rule(totals, scale, True, params)
+        rows, vals, totals = rows[reach], vals[reach], totals[reach]
         if rows.size == 0:
             continue
         if kv <= exact_max:
@@ -161,12 +281,12 @@ def decide_runs(
             at_zero = (vals @ cache[key].T <= 0).sum(axis=1)
             total = int(params.bootstrap_resamples)
         # Lower bound Q(alpha) > 0 exactly when the weight at sums <= 0 stays below the
-        # quantile's need, ceil(alpha * total) and at least 1 (bootstrap.inverse_cdf_index).
-        # The need is one exact Python integer: multiplying the counts by alpha's denominator
-        # instead overflowed int64 for a non-round confidence with 13 exact cases.
-        need = max(math.ceil(alpha * total), 1)
-        supported[rows] = at_zero < need  # int64 counts (at most 13**13) against an int
-    return supported, k >= minimum
+        # quantile's need (bootstrap.quantile_need). The need is one exact Python integer:
+        # multiplying the counts by alpha's denominator instead overflowed int64 for a
+        # non-round confidence with 13 exact cases.
+        above_zero = at_zero < quantile_need(total, alpha)  # int64 counts (at most 13**13)
+        supported[rows] = meets_rule(totals, scale, above_zero, params)
+    return supported, decided
 
 
 def power_bytes(study: PowerStudy, protocol: dict[str, Any], spread: bool = False) -> int:
@@ -262,3 +382,131 @@ def power_grid(
             )
             rows.append(dict(zip(POWER_COLUMNS, values, strict=True)))
     return pd.DataFrame(rows)
+
+
+# --- the sensitivity table, its curve and its files ----------------------------------------------
+
+
+def detectable_effect(table: Any, target: float = 0.8) -> dict[int, dict[str, float | None]]:
+    """Smallest grid effect with power >= target per case count, and a linear interpolation."""
+    out: dict[int, dict[str, float | None]] = {}
+    for n, group in table.groupby("cases", sort=True):
+        g = group.sort_values("effect")
+        eff, pw = g["effect"].to_list(), g["power"].to_list()
+        hit = next((i for i, p in enumerate(pw) if p >= target), None)
+        if hit is None:
+            out[int(n)] = {"grid": None, "interpolated": None}
+        elif hit == 0:
+            out[int(n)] = {"grid": eff[0], "interpolated": eff[0]}
+        else:
+            frac = (target - pw[hit - 1]) / (pw[hit] - pw[hit - 1])
+            out[int(n)] = {
+                "grid": eff[hit],
+                "interpolated": eff[hit - 1] + frac * (eff[hit] - eff[hit - 1]),
+            }
+    return out
+
+
+def model_lines(model: PowerModel, stop: int) -> list[str]:
+    """The model in words: rates per similarity, the effects they allow, spread, failures."""
+    hb, he, ha = model.high("B"), model.high("E"), model.high("A")
+    own = model.own_effect
+    lines = [
+        f"model: P(correct) under low similarity B {model.acc_b:g}, M {model.acc_m:g}, "
+        f"E {model.acc_e:g}, A {model.acc_a:g}; under high similarity B {hb:g}, E {he:g}, "
+        f"A {ha:g}, and M {model.largest_effect:g} minus the added middle loss",
+        f"these rates allow added middle losses from {max(0.0, model.smallest_effect):.4g} to "
+        f"{model.largest_effect:.4g}"
+        + ("" if own is None else f"; their own (high M {model.high_m:g}) is {own:.4g}"),
+        f"between-case spread: SD {model.case_sd:g} on the logit scale (0: every case alike); "
+        f"protocol-failure rate {model.failure_rate:g}; run stops after {stop} consecutive "
+        "failures",
+    ]
+    return lines
+
+
+def sensitivity_lines(
+    model: PowerModel | None = None,
+    study: PowerStudy | None = None,
+    *,
+    prepared: str | Path | None = None,
+    out: str | Path | None = None,
+) -> list[str]:
+    """The `needlepoint power` output as lines; with ``out`` also power.csv and the curve.
+
+    ``prepared`` takes the design and decision rule from a prepared folder instead of the
+    reference protocol.
+    """
+    model = PowerModel() if model is None else model
+    study = PowerStudy() if study is None else study
+    protocol = None
+    if prepared is not None:
+        from needlepoint.design.prepared import load_prepared
+
+        protocol = load_prepared(prepared).protocol
+    if protocol is None:
+        from needlepoint.design.protocol import reference_protocol
+
+        protocol = reference_protocol()
+    table = power_grid(model, study, protocol)
+    a = AnalysisParameters.of(protocol)
+    stop = model.stop_after
+    if stop is None:
+        stop = protocol["runner"]["max_consecutive_failures"]
+    lines = [
+        "Design sensitivity (seeded simulation of hypothetical models; not a model result)",
+        *model_lines(model, stop),
+        f"decision: difference >= {a.threshold:g} and {100 * a.confidence:g}% lower bound "
+        f"> 0, at least {a.min_complete_cases} complete cases; exact bootstrap up to "
+        f"{a.exact_bootstrap_max_cases} cases, else {a.bootstrap_resamples} resamples "
+        f"(seed {a.bootstrap_seed})",
+        f"{study.simulations} simulated runs per point, seed {study.seed}",
+        "",
+        "P(supported) ± its Monte Carlo standard error, by added middle loss (rows) and "
+        "number of cases (columns):",
+    ]
+    wide = table.pivot(index="effect", columns="cases", values="power")
+    se = table.pivot(index="effect", columns="cases", values="power_se")
+    lines.append("effect  " + "  ".join(f"{n:>7} cases" for n in wide.columns))
+    for effect, row in wide.iterrows():
+        cells = (f"{p:6.3f} ± {e:.3f}" for p, e in zip(row, se.loc[effect], strict=True))
+        lines.append(f"{effect:6.2f}  " + "  ".join(f"{c:>13}" for c in cells))
+    lines.append("")
+    for n, d in detectable_effect(table).items():
+        if d["grid"] is None:
+            lines.append(f"{n} cases: 80% power is not reached within the grid")
+        else:
+            lines.append(
+                f"{n} cases: smallest added middle loss detected with >= 80% probability: "
+                f"{d['grid']:.2f} on the grid (about {d['interpolated']:.3f} interpolated)"
+            )
+    if out is not None:
+        from needlepoint.jsonio import write_bytes_atomic
+
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(
+            folder / "power.csv", table.to_csv(index=False, lineterminator="\n").encode()
+        )
+        power_curve(table, folder / "power_curve.png", threshold=float(a.threshold))
+        lines.append(f"wrote {folder.name}/power.csv and {folder.name}/power_curve.png")
+    return lines
+
+
+def power_curve(
+    table: Any, path: str | Path, target: float = 0.8, threshold: float | None = None
+) -> Path:
+    """P(decision = supported) against the added middle loss, one line per number of cases."""
+    title = "Design sensitivity: probability that the decision is 'supported'"
+    with stable_figure((7.0, 4.2), (0.8, 0.3, 0.5, 0.6), title, False, path) as fig:
+        ax = fig.subplots()
+        for n_cases, group in table.groupby("cases", sort=True):
+            ax.plot(group["effect"], group["power"], marker="o", ms=3, label=f"{n_cases} cases")
+        ax.axhline(target, color="grey", ls=":", lw=1, label=f"{target:.0%}")
+        if threshold is not None:
+            ax.axvline(threshold, color="#b2182b", ls="--", lw=1, label=f"threshold {threshold:g}")
+        ax.set_xlabel("added middle loss under high similarity (true difference)")
+        ax.set_ylabel("P(supported)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8)
+    return Path(path)

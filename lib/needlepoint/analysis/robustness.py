@@ -12,24 +12,67 @@
 
 The panel ends in one line: ``robust``, or ``fragile: changes when …`` naming each change. The
 preregistered decision itself never changes: these are what-ifs, reported beside it.
+
+**Sign flip.** Written here rather than taken from scipy because it must be exact: the p-value
+is a fraction of the 2^n sign patterns, counted in integers (``scipy.stats.permutation_test``
+enumerates in floating point and cannot give that fraction).
+
+**The model-based check** (``model_fits``): GEE fits of correctness over the complete cases,
+clustered by case. Both fits take the B, M and E answers of the complete cases, one indicator
+per similarity × position × length cell (a saturated model: its coefficients are the cell rates,
+or their logits), an independence working correlation and statsmodels' bias-reduced
+(Mancl–DeRouen) sandwich covariance, which corrects the robust covariance's downward bias with
+few clusters. The tested contrast is the preregistered one: the middle loss (B + E)/2 − M under
+high minus under low similarity, averaged over the lengths, with a t reference on cases − 1
+degrees of freedom.
+
+- The **logistic** fit (logit link) is the conventional model, but it has no finite estimate
+  when a cell is all correct or all wrong (separation), which small designs produce often; then
+  it is reported as not estimable, with the cell that causes it.
+- The **linear-probability** fit (identity link) is always estimable; its contrast equals the
+  preregistered estimate exactly, so it checks the interval method, not the estimate.
+
+docs/analysis.md says why both, and what a sandwich estimate from a handful of clusters is worth.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from needlepoint.analysis.bootstrap import tail_probabilities
-from needlepoint.analysis.clustered import bca_interval, quick_decision, sign_flip
-from needlepoint.analysis.decision import NOT_EVALUABLE, SUPPORTED, fmt, meets_rule
-from needlepoint.analysis.effects import preregistered_numerators, scores
-from needlepoint.analysis.inference import Robustness, Scenario, SecondInterval, SignFlip
+import numpy as np
+
+from needlepoint.analysis.bootstrap import EXACT, MONTE_CARLO, tail_probabilities
 from needlepoint.analysis.inputs import Outcome
-from needlepoint.analysis.record import AnalysisParameters, Primary
+from needlepoint.analysis.primary import (
+    MEASURES,
+    NOT_EVALUABLE,
+    POSITIONS,
+    SIMILARITIES,
+    SUPPORTED,
+    Cell,
+    decide,
+    fmt,
+    meets_rule,
+    preregistered_numerators,
+    scores,
+)
+from needlepoint.analysis.record import (
+    AnalysisParameters,
+    ModelFit,
+    Primary,
+    Robustness,
+    Scenario,
+    SecondInterval,
+    SignFlip,
+)
 
 BCA = "BCa (scipy.stats.bootstrap)"
+# Up to this many cases the sign-flip test counts all 2^n patterns; above it, Monte Carlo.
+SIGN_FLIP_EXACT_MAX = 20
 
 
 def raises_difference(o: Outcome) -> bool:
@@ -38,7 +81,7 @@ def raises_difference(o: Outcome) -> bool:
     B and E raise the middle loss, M lowers it; high similarity counts plus, low minus. A does
     not enter the metric, so either value serves; it is scored correct.
     """
-    if o.condition not in ("B", "M", "E"):
+    if o.condition not in POSITIONS:
         return True
     return (o.similarity == "high") == (o.condition in ("B", "E"))
 
@@ -74,17 +117,16 @@ def _from_decision(
     params: AnalysisParameters,
     observed: str,
 ) -> Scenario:
-    d = quick_decision(nums, den, params)
-    text = lambda x: None if x is None else str(x)  # noqa: E731
+    d = decide(nums, den, params)
     return Scenario(
         kind=kind,
         label=label,
         cells=cells,
-        complete_cases=d.cases,
-        estimate=None if d.estimate is None else float(d.estimate),
-        estimate_exact=text(d.estimate),
-        lower_exact=text(d.lower),
-        upper_exact=text(d.upper),
+        complete_cases=len(nums),
+        estimate=d.estimate,
+        estimate_exact=d.estimate_exact,
+        lower_exact=None if d.interval is None else d.interval.lower_exact,
+        upper_exact=None if d.interval is None else d.interval.upper_exact,
         decision=d.decision,
         changes=d.decision != observed,
     )
@@ -146,53 +188,18 @@ def leave_one_out(
     )
 
 
-def _sign_flip(
-    nums: Sequence[int], den: int, params: AnalysisParameters, primary: Primary
-) -> SignFlip:
-    r = sign_flip(nums, den, params)
-    alpha, _ = tail_probabilities(float(params.confidence))
-    # The test's counterpart of "the lower bound is above 0": p below the interval's tail α.
-    passes = meets_rule(Fraction(sum(nums), len(nums) * den), alpha - r.p_one_sided, params)
-    return SignFlip(
-        cases=r.cases,
-        method=r.method,
-        patterns=r.patterns,
-        seed=r.seed,
-        statistic_exact=str(r.statistic),
-        p_one_sided=float(r.p_one_sided),
-        p_one_sided_exact=str(r.p_one_sided),
-        p_two_sided=float(r.p_two_sided),
-        p_two_sided_exact=str(r.p_two_sided),
-        agrees=passes == (primary.decision == SUPPORTED),
-    )
-
-
-def _second_interval(
-    nums: Sequence[int], den: int, params: AnalysisParameters, primary: Primary
-) -> SecondInterval:
-    r = bca_interval(nums, den, params)
-    agrees = None
-    if r.lower is not None:
-        passes = meets_rule(Fraction(sum(nums), len(nums) * den), Fraction(r.lower), params)
-        agrees = passes == (primary.decision == SUPPORTED)
-    return SecondInterval(
-        BCA, float(params.confidence), r.lower, r.upper, r.resamples, r.seed, r.note, agrees
-    )
-
-
 def robustness(
     outcomes: Sequence[Outcome], params: AnalysisParameters, primary: Primary
 ) -> Robustness:
     """The whole panel for one run, ending in its one-line verdict."""
-    from needlepoint.analysis.model_check import model_fits
-
     observed = primary.decision
     cases, nums, den = preregistered_numerators(outcomes)
     missing = missing_scenarios(outcomes, params, observed)
     evaluable = observed != NOT_EVALUABLE
     loo = leave_one_out(cases, nums, den, params, observed) if evaluable else ()
-    flip = _sign_flip(nums, den, params, primary) if evaluable else None
-    second = _second_interval(nums, den, params, primary) if evaluable else None
+    supported = observed == SUPPORTED
+    flip = sign_flip(nums, den, params, supported) if evaluable else None
+    second = bca_interval(nums, den, params, supported) if evaluable else None
     models = ()
     if evaluable:
         lengths = sorted({o.length for o in outcomes})
@@ -216,3 +223,221 @@ def robustness(
         changes=tuple(changes),
         verdict=verdict,
     )
+
+
+# --- other methods: the sign-flip test and the BCa interval --------------------------------------
+
+
+def _signed_sum_counts(values: Sequence[int]) -> tuple[int, np.ndarray]:
+    """How many of the 2^n sign patterns give each signed sum: (lowest sum, counts)."""
+    span = sum(abs(v) for v in values)
+    counts = np.zeros(2 * span + 1, dtype=np.int64)
+    counts[span] = 1  # the empty sum, at offset ``span``
+    for v in values:
+        a = abs(v)
+        if a == 0:
+            counts = counts * 2  # a zero keeps the sum under both signs
+            continue
+        shifted = np.zeros_like(counts)
+        shifted[a:] += counts[:-a]  # +|v|
+        shifted[:-a] += counts[a:]  # -|v|
+        counts = shifted
+    return -span, counts
+
+
+def sign_flip(
+    numerators: Sequence[int], denominator: int, params: AnalysisParameters, supported: bool
+) -> SignFlip:
+    """One- and two-sided p of the sum of case values under random signs, and whether the test
+    agrees with the decision (``supported``).
+
+    Exact up to ``SIGN_FLIP_EXACT_MAX`` cases: every pattern counted once, p a fraction of
+    2^n. Above, ``default_rng(bootstrap_seed)`` draws ``bootstrap_resamples`` patterns and
+    p = (1 + hits) / (1 + draws), counting the observed pattern as one draw.
+    """
+    nums = [int(v) for v in numerators]
+    n = len(nums)
+    if n == 0:
+        raise ValueError("the sign-flip test needs at least one case")
+    observed = sum(nums)
+    if n <= SIGN_FLIP_EXACT_MAX:
+        lowest, counts = _signed_sum_counts(nums)
+        sums = np.arange(lowest, lowest + counts.size)
+        method, patterns, seed = EXACT, 2**n, None
+        one = Fraction(int(counts[sums >= observed].sum()), patterns)
+        two = Fraction(int(counts[np.abs(sums) >= abs(observed)].sum()), patterns)
+    else:
+        patterns, seed = int(params.bootstrap_resamples), int(params.bootstrap_seed)
+        signs = np.random.default_rng(seed).integers(0, 2, (patterns, n), dtype=np.int8) * 2 - 1
+        stats = signs.astype(np.int64) @ np.array(nums, dtype=np.int64)
+        method = MONTE_CARLO
+        one = Fraction(1 + int((stats >= observed).sum()), 1 + patterns)
+        two = Fraction(1 + int((np.abs(stats) >= abs(observed)).sum()), 1 + patterns)
+    alpha, _ = tail_probabilities(float(params.confidence))
+    # The test's counterpart of "the lower bound is above 0": p below the interval's tail α.
+    passes = meets_rule(observed, n * denominator, one < alpha, params)
+    return SignFlip(
+        cases=n,
+        method=method,
+        patterns=patterns,
+        seed=seed,
+        statistic_exact=str(Fraction(observed, n * denominator)),
+        p_one_sided=float(one),
+        p_one_sided_exact=str(one),
+        p_two_sided=float(two),
+        p_two_sided_exact=str(two),
+        agrees=passes == supported,
+    )
+
+
+def bca_interval(
+    numerators: Sequence[int], denominator: int, params: AnalysisParameters, supported: bool
+) -> SecondInterval:
+    """``scipy.stats.bootstrap(method="BCa")`` on the case values, seeded with the protocol's
+    bootstrap seed, and whether it agrees with the decision (``supported``); None bounds, with
+    the reason, where BCa is undefined."""
+    from scipy import stats
+
+    values = np.asarray(numerators, dtype=np.float64) / denominator
+    draws, seed = int(params.bootstrap_resamples), int(params.bootstrap_seed)
+    confidence = float(params.confidence)
+    if values.size < 2 or np.all(values == values[0]):
+        why = "fewer than two cases" if values.size < 2 else "every case has the same value"
+        return SecondInterval(BCA, confidence, None, None, draws, seed, f"undefined: {why}", None)
+    with warnings.catch_warnings():
+        # A degenerate jackknife or resample set gives NaN with a warning; NaN is reported.
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            (values,),
+            np.mean,
+            confidence_level=confidence,
+            n_resamples=draws,
+            method="BCa",
+            rng=np.random.default_rng(seed),
+        )
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        why = "undefined: the BCa correction is not finite"
+        return SecondInterval(BCA, confidence, None, None, draws, seed, why, None)
+    passes = meets_rule(sum(int(v) for v in numerators), len(values) * denominator, lo > 0, params)
+    return SecondInterval(BCA, confidence, lo, hi, draws, seed, "", passes == supported)
+
+
+# --- the model-based check -----------------------------------------------------------------------
+
+
+COVARIANCE = "bias-reduced sandwich (Mancl–DeRouen), t on cases − 1 df"
+LINEAR = "GEE, linear probability (identity link)"
+LOGISTIC = "GEE, logistic (logit link)"
+# Weight of each position in the middle loss (B + E)/2 − M: the metric's own coefficients.
+_COEFFICIENTS, _PER_BLOCK = MEASURES["middle loss"]
+WEIGHT = {p: c / _PER_BLOCK for p, c in zip(POSITIONS, _COEFFICIENTS, strict=True)}
+
+
+def _design(
+    score: dict[Cell, int], cases: Sequence[str], lengths: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[str, int, str]]]:
+    """Outcomes, cell indicators, case groups and the contrast vector, one row per answer."""
+    cells = [(sim, n, pos) for sim in SIMILARITIES for n in lengths for pos in POSITIONS]
+    rows = [(c, cell) for c in cases for cell in cells]
+    y = np.array([score[(c, n, sim, pos)] for c, (sim, n, pos) in rows], dtype=np.float64)
+    x = np.zeros((len(rows), len(cells)))
+    x[np.arange(len(rows)), [cells.index(cell) for _, cell in rows]] = 1.0
+    groups = np.array([cases.index(c) for c, _ in rows])
+    sign = {"low": -1.0, "high": 1.0}
+    contrast = np.array([sign[s] * WEIGHT[p] / len(lengths) for s, _, p in cells])
+    return y, x, groups, contrast, cells
+
+
+def _unfit(model: str, cases: int, why: str) -> ModelFit:
+    """A fit that gives no estimate, and why."""
+    return ModelFit(model, COVARIANCE, cases, None, None, cases - 1, None, None, None, why, None)
+
+
+def _fit(
+    model: str,
+    y: np.ndarray,
+    x: np.ndarray,
+    groups: np.ndarray,
+    contrast: np.ndarray,
+    estimate_pp: Fraction,
+    decision: str,
+    params: AnalysisParameters,
+) -> ModelFit:
+    from scipy import stats
+    from statsmodels.genmod import cov_struct, families
+    from statsmodels.genmod.generalized_estimating_equations import GEE
+
+    n = int(groups.max()) + 1
+    family = families.Gaussian() if model == LINEAR else families.Binomial()
+    if all(np.ptp(y[x[:, j] == 1]) == 0 for j in range(x.shape[1])):
+        return _unfit(
+            model, n, "no interval: every cell is all correct or all wrong (no variation)"
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence chatter; the numbers are checked below
+            gee = GEE(y, x, groups=groups, family=family, cov_struct=cov_struct.Independence())
+            res = gee.fit(cov_type="bias_reduced")
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        return _unfit(
+            model,
+            n,
+            f"the fit failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+        )
+    estimate = float(contrast @ res.params)
+    se = float(np.sqrt(max(contrast @ res.cov_params() @ contrast, 0.0)))
+    if not (np.isfinite(estimate) and np.isfinite(se)) or se == 0:
+        why = "every case has the same value" if se == 0 else "the fit is not finite"
+        return _unfit(model, n, f"no interval: {why}")
+    tq = float(stats.t.ppf(1 - (1 - float(params.confidence)) / 2, n - 1))
+    lower, upper = estimate - tq * se, estimate + tq * se
+    p_one = float(stats.t.sf(estimate / se, n - 1))
+    # The threshold is on the probability scale: the logistic fit reads the preregistered
+    # estimate for it and contributes only the sign of its interval.
+    passes = meets_rule(estimate_pp.numerator, estimate_pp.denominator, lower > 0, params)
+    return ModelFit(
+        model=model,
+        covariance=COVARIANCE,
+        cases=n,
+        estimate=estimate,
+        se=se,
+        df=n - 1,
+        lower=lower,
+        upper=upper,
+        p_one_sided=p_one,
+        note="",
+        agrees=passes == (decision == SUPPORTED),
+    )
+
+
+def separated_cell(y: np.ndarray, x: np.ndarray, cells: list[tuple[str, int, str]]) -> str | None:
+    """The first cell whose answers are all correct or all wrong, named; None if there is none."""
+    for j, (sim, n, pos) in enumerate(cells):
+        column = y[x[:, j] == 1]
+        if column.size and column.min() == column.max():
+            state = "all correct" if column[0] == 1 else "all wrong"
+            return f"{pos} under {sim} similarity at {n} records is {state}"
+    return None
+
+
+def model_fits(
+    score: dict[Cell, int],
+    cases: Sequence[str],
+    lengths: Sequence[int],
+    estimate: Fraction,
+    decision: str,
+    params: AnalysisParameters,
+) -> tuple[ModelFit, ...]:
+    """The logistic and the linear-probability GEE of the complete cases (at least two)."""
+    cases = list(cases)
+    y, x, groups, contrast, cells = _design(score, cases, lengths)
+    fits = []
+    separated = separated_cell(y, x, cells)
+    if separated is None:
+        fits.append(_fit(LOGISTIC, y, x, groups, contrast, estimate, decision, params))
+    else:
+        note = f"not estimable: {separated} (separation: its logit is infinite)"
+        fits.append(_unfit(LOGISTIC, len(cases), note))
+    fits.append(_fit(LINEAR, y, x, groups, contrast, estimate, decision, params))
+    return tuple(fits)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from needlepoint.analysis.inputs import Outcome
-from needlepoint.analysis.tables import (
+from needlepoint.analysis.record import (
     AccuracyCell,
     ErrorRow,
     FailureRow,
@@ -34,7 +34,7 @@ CATEGORIES = ("valid", "protocol_failure", "indeterminate", "unexecuted")
 WRONG_CODE_KINDS = tuple(k for k in ERROR_KINDS if k.endswith("_code"))
 
 
-def _rate(rows: Sequence[Outcome]) -> dict[str, Any]:
+def rate_of(rows: Sequence[Outcome]) -> dict[str, Any]:
     """Correct over protocol-valid, with the excluded responses counted beside it (as fields)."""
     valid = [o for o in rows if o.valid]
     correct = sum(o.status == "correct" for o in valid)
@@ -61,7 +61,7 @@ def accuracy_cells(outcomes: Sequence[Outcome]) -> tuple[AccuracyCell, ...]:
             similarity=s,
             length=n,
             condition=c,
-            **_rate([o for o in outcomes if (o.similarity, o.length, o.condition) == (s, n, c)]),
+            **rate_of([o for o in outcomes if (o.similarity, o.length, o.condition) == (s, n, c)]),
         )
         for s in sims
         for n in lengths
@@ -72,11 +72,11 @@ def accuracy_cells(outcomes: Sequence[Outcome]) -> tuple[AccuracyCell, ...]:
 def refusal(outcomes: Sequence[Outcome]) -> tuple[RefusalRow, ...]:
     """Refusal accuracy on condition A: overall, by similarity and by length."""
     absent = [o for o in outcomes if o.condition == "A"]
-    rows = [RefusalRow(group="overall", level="all", **_rate(absent))]
+    rows = [RefusalRow(group="overall", level="all", **rate_of(absent))]
     for sim in _ordered([o.similarity for o in absent], ("low", "high")):
-        rows.append(RefusalRow("similarity", sim, **_rate(_where(absent, similarity=sim))))
+        rows.append(RefusalRow("similarity", sim, **rate_of(_where(absent, similarity=sim))))
     for length in sorted({o.length for o in absent}):
-        rows.append(RefusalRow("length", str(length), **_rate(_where(absent, length=length))))
+        rows.append(RefusalRow("length", str(length), **rate_of(_where(absent, length=length))))
     return tuple(rows)
 
 

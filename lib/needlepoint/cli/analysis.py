@@ -14,8 +14,8 @@ from needlepoint.errors import NeedlepointError
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from needlepoint.analysis.document import analyze
-    from needlepoint.analysis.headline import headline_lines
     from needlepoint.analysis.inputs import from_results_csv, from_run, refuse_pooling
+    from needlepoint.analysis.report import headline_lines
 
     if args.results:
         if not args.prepared:
@@ -33,7 +33,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         default_out = Path(names[0]) / "analysis"
     refuse_pooling(inputs, names)
     out = Path(args.out) if args.out else default_out
-    record = _study_record(args, out)
+    record, notes = _study_record(args, out)
     result = analyze(inputs[0], out, figures=not args.no_figures, record=record)
     doc = result.document
     if doc.simulation:
@@ -52,33 +52,34 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         )
     for caveat in doc.caveats:
         print(f"caveat: {caveat}")
-    for line in record:
+    for line in [*record, *notes]:
         print(line)
     where = _shown(out)
     print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc.figures)} figures")
     return 0
 
 
-def _study_record(args: argparse.Namespace, out: Path) -> list[str]:
-    """The run's declaration chain and the other runs of its design and model on record."""
-    from needlepoint.study.record import evidence_root, study_record
+def _study_record(args: argparse.Namespace, out: Path) -> tuple[list[str], list[str]]:
+    """The run's declaration chain and the other runs of its design and model on record (for
+    summary.md), and what only the terminal is told: that none were searched."""
+    from needlepoint.study.record import evidence_root, search_note, study_record
 
     if args.results:
-        return []  # a results table names no run folder, so no declaration and no record
+        return [], []  # a results table names no run folder, so no declaration and no record
     root = evidence_root(args.evidence_root, args.run_dirs[0])
-    return study_record(args.run_dirs, root, out)
+    record = study_record(args.run_dirs, root, out)
+    return record, search_note(root, record)
 
 
 def _shown(path: Path) -> str:
     """A path as the user gave it, made relative when absolute, so output has no machine paths."""
-    from needlepoint.study.record import display
+    from needlepoint.analysis.report import display
 
     return display(path)
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
-    from needlepoint.analysis.power import PowerModel, PowerStudy
-    from needlepoint.analysis.sensitivity import sensitivity_lines
+    from needlepoint.analysis.power import PowerModel, PowerStudy, sensitivity_lines
 
     model = PowerModel(
         acc_b=args.acc_b,

@@ -12,9 +12,8 @@ import argparse
 def _cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from needlepoint.compare.document import compare_runs
-    from needlepoint.compare.runs import load_runs
-    from needlepoint.study.record import evidence_root, study_record
+    from needlepoint.compare.document import compare_runs, load_runs
+    from needlepoint.study.record import evidence_root, search_note, study_record
 
     load_runs(args.run_dirs, args.allow_simulated)  # refusals first, before the record is read
     root = evidence_root(args.evidence_root, args.run_dirs[0])
@@ -27,7 +26,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         record=record,
         labels=args.label,
     )
-    for line in [*result.lines(), *record]:
+    for line in [*result.lines(), *record, *search_note(root, record)]:
         print(line)
     figures = len(result.document.figures)
     print(f"wrote comparison.json, comparison.md and {figures} figures to the --out folder")

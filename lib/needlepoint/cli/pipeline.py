@@ -12,8 +12,8 @@ def outcome_lines(out: Path) -> list[str]:
     A simulated run's decision carries the simulation banner, so it is never read as a model's.
     Nothing when the analysis notebook did not run (or wrote no analysis).
     """
-    from needlepoint.analysis.decision import SIMULATION_BANNER
     from needlepoint.analysis.document import Analysis
+    from needlepoint.analysis.primary import SIMULATION_BANNER
     from needlepoint.analysis.record import read_document
 
     folder = out / "analysis"

@@ -1,9 +1,19 @@
 """`needlepoint compare`: runs of one design side by side, each analysed alone, never pooled.
 
-Writes comparison.json, comparison.md and three figures into one folder. Like the analysis, the
+Writes comparison.json, comparison.md and four figures into one folder. Like the analysis, the
 output depends only on the runs: no dates, durations or absolute paths (runs are named by model
 or by the user's labels; their folders are recorded relative to the comparison folder), so
 comparing the same runs again gives the same bytes.
+
+A comparison takes main runs of one design. It refuses, with one line naming the first offending
+run: a pilot (or a run whose pilot marker it cannot read); a run of another design (another
+design fingerprint); the same run given twice; and a simulated run beside a live one, unless the
+caller allows it, in which case every output says so.
+
+Every strict number of a run (decision, difference, interval, complete cases, failures, the
+accuracy cells) is copied from the analysis document `analyze` builds for that run alone. The
+lenient counts use the same cells and the same denominators (protocol-valid responses). No
+number combines runs: there is no pooled estimate, and the runs keep the order they were given.
 """
 
 from __future__ import annotations
@@ -13,13 +23,248 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from needlepoint.compare.build import FIGURES, build_comparison, relative, run_names
-from needlepoint.compare.record import ComparisonDocument, to_json
-from needlepoint.compare.runs import load_runs
-from needlepoint.compare.summary import comparison_markdown, run_name
+import needlepoint
+from needlepoint.analysis.document import build_document
+from needlepoint.analysis.inputs import AnalysisInput, Outcome, from_run
+from needlepoint.analysis.primary import SIMULATION_BANNER
+from needlepoint.analysis.record import AnalysisDocument
+from needlepoint.analysis.report import headline_lines, record_lines
+from needlepoint.analysis.secondary import rate_of
+from needlepoint.compare.record import (
+    COMPARISON_FORMAT,
+    COMPARISON_VERSION,
+    MIXED_LABEL,
+    ComparedCell,
+    ComparedRun,
+    ComparisonDocument,
+    ScoreTotal,
+    to_json,
+)
+from needlepoint.compare.report import comparison_markdown, run_name
+from needlepoint.design.profiles import body_profile
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
-from needlepoint.safeio import is_output_file, replaced_folder
+from needlepoint.run.folder import read_run_record
+from needlepoint.safeio import is_output_file, relative_path, replaced_folder
+
+# --- the runs, each read and analysed exactly as `analyze` does ----------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """One run's validated rows and the analysis document `analyze` would write for it alone."""
+
+    run_dir: Path
+    input: AnalysisInput
+    document: AnalysisDocument
+    model: str
+    body_profile: str
+    design_fingerprint: str
+
+
+def load_run(run_dir: str | Path) -> LoadedRun:
+    """Read one run folder as `analyze` does (re-derived from its journal) and analyse it alone;
+    a pilot is refused there (``inputs.check_pilot``)."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise NeedlepointError(f"{root}: run folder not found")
+    marker = read_run_record(root).extra.get("pilot")
+    inp = from_run(root)
+    # The analysis reads any marker but true as a main run; a comparison refuses one it cannot
+    # read rather than set a possible pilot beside main runs.
+    if not (marker is None or isinstance(marker, bool)):
+        raise NeedlepointError(
+            f"{root}: run.json extra.pilot is {marker!r}, neither true nor false; compare cannot "
+            "tell whether this is a pilot, and reads only main runs"
+        )
+    return LoadedRun(
+        run_dir=root,
+        input=inp,
+        document=build_document(inp),
+        model=str(inp.protocol.get("model")),
+        body_profile=body_profile(inp.protocol),
+        design_fingerprint=design_fingerprint(inp.protocol),
+    )
+
+
+def check_comparable(runs: Sequence[LoadedRun], allow_simulated: bool) -> None:
+    """Refuse another design, a repeated run, or simulated beside live runs (unless allowed)."""
+    if not runs:
+        raise NeedlepointError("compare needs at least one run folder")
+    first = runs[0]
+    for run in runs[1:]:
+        if run.design_fingerprint != first.design_fingerprint:
+            raise NeedlepointError(
+                f"{run.run_dir}: design fingerprint {run.design_fingerprint[:12]} differs from "
+                f"{first.run_dir} ({first.design_fingerprint[:12]}); only runs of one design "
+                "are compared"
+            )
+    seen: dict[str | None, Path] = {}
+    for run in runs:
+        journal = run.input.journal_sha256
+        if journal in seen:
+            raise NeedlepointError(
+                f"{run.run_dir}: is the same run as {seen[journal]} (journal sha256 "
+                f"{(journal or '')[:12]}); give each run once"
+            )
+        seen[journal] = run.run_dir
+    live = [r for r in runs if not r.input.simulation]
+    simulated = [r for r in runs if r.input.simulation]
+    if live and simulated and not allow_simulated:
+        odd = next(r for r in runs if r.input.simulation != first.input.simulation)
+        kind = "simulated" if odd.input.simulation else "live"
+        other = "live" if odd.input.simulation else "simulated"
+        raise NeedlepointError(
+            f"{odd.run_dir}: is {kind} but {first.run_dir} is {other}; simulated and live runs "
+            "are set side by side only with --allow-simulated, and then every output says so"
+        )
+
+
+def load_runs(run_dirs: Sequence[str | Path], allow_simulated: bool = False) -> list[LoadedRun]:
+    """Load, analyse and check every run; the first refusal is one line naming its run."""
+    runs = [load_run(d) for d in run_dirs]
+    check_comparable(runs, allow_simulated)
+    return runs
+
+
+# --- the comparison document ---------------------------------------------------------------------
+
+
+FIGURES = {
+    "forest": "comparison_forest.png",
+    "accuracy": "comparison_accuracy.png",
+    "failures": "comparison_failures.png",
+    "positions": "comparison_positions.png",
+}
+SCORE_GROUPS = {"answer present (B, M, E)": ("B", "M", "E"), "answer absent (A)": ("A",)}
+
+
+def _lenient(rows: Sequence[Outcome]) -> tuple[int, float | None]:
+    valid = [o for o in rows if o.valid]
+    hits = sum(o.lenient for o in valid)
+    return hits, (hits / len(valid) if valid else None)
+
+
+def compared_cells(run: LoadedRun) -> tuple[ComparedCell, ...]:
+    """The analysis's accuracy cells of this run, each with its lenient count beside it."""
+    cells = []
+    for cell in run.document.secondary.accuracy:
+        rows = [
+            o
+            for o in run.input.outcomes
+            if (o.similarity, o.length, o.condition)
+            == (cell.similarity, cell.length, cell.condition)
+        ]
+        hits, rate = _lenient(rows)
+        strict = {f.name: getattr(cell, f.name) for f in fields(cell)}
+        cells.append(ComparedCell(**strict, lenient_correct=hits, lenient_accuracy=rate))
+    return tuple(cells)
+
+
+def score_totals(outcomes: Sequence[Outcome]) -> tuple[ScoreTotal, ...]:
+    """Strict and lenient correct over valid, where the answer is present and where absent."""
+    out = []
+    for group, conditions in SCORE_GROUPS.items():
+        rows = [o for o in outcomes if o.condition in conditions]
+        hits, rate = _lenient(rows)
+        out.append(
+            ScoreTotal(group=group, **rate_of(rows), lenient_correct=hits, lenient_accuracy=rate)
+        )
+    return tuple(out)
+
+
+def run_names(runs: Sequence[LoadedRun], labels: Sequence[str] | None = None) -> list[str]:
+    """How the comparison names each run: the user's labels, else the models, made unique.
+
+    Models shared by several runs get their body profile, then ``#k`` in the order given. A run
+    is never named by its folder: a path relative to --out (``../run-smart``) says nothing.
+    """
+    if labels:
+        if len(labels) != len(runs):
+            raise NeedlepointError(
+                f"--label given {len(labels)} times for {len(runs)} runs: give one per run, in "
+                "the order of the run folders, or none (runs are then named by model)"
+            )
+        for label in labels:
+            if not label.strip() or len(label) > 60 or not label.isprintable():
+                raise NeedlepointError(f"--label {label[:60]!r}: 1 to 60 printable characters")
+        if len(set(labels)) != len(labels):
+            raise NeedlepointError("--label: each run needs its own label")
+        return list(labels)
+    names = [r.model for r in runs]
+    for model in {n for n in names if names.count(n) > 1}:
+        twins = [i for i, n in enumerate(names) if n == model]
+        profiles = [runs[i].body_profile for i in twins]
+        for k, i in enumerate(twins, start=1):
+            unique = len(set(profiles)) == len(profiles)
+            names[i] = f"{model} ({runs[i].body_profile})" if unique else f"{model} #{k}"
+    return names
+
+
+def compared_run(run: LoadedRun, out_dir: Path, name: str | None = None) -> ComparedRun:
+    """One run's entry: its own analysis, copied, and its lenient score."""
+    doc = run.document
+    p = doc.primary
+    failures = doc.secondary.protocol_failures
+    return ComparedRun(
+        run_dir=relative_path(run.run_dir, out_dir),
+        model=run.model,
+        body_profile=run.body_profile,
+        design_fingerprint=run.design_fingerprint,
+        protocol_fingerprint=doc.protocol.fingerprint,
+        protocol_version=doc.protocol.version,
+        journal_sha256=doc.run.journal_sha256,
+        simulation=doc.simulation,
+        label=doc.label,
+        decision=p.decision,
+        reason=p.reason,
+        difference=p.estimate,
+        difference_exact=p.estimate_exact,
+        interval=None if p.interval is None else (p.interval.lower, p.interval.upper),
+        complete_cases=p.complete_cases,
+        planned_cases=p.planned_cases,
+        protocol_failures={f.kind: f.count for f in failures if f.kind != "unexecuted"},
+        unexecuted=sum(f.count for f in failures if f.kind == "unexecuted"),
+        caveats=doc.caveats,
+        scores=score_totals(run.input.outcomes),
+        accuracy=compared_cells(run),
+        headline=tuple(headline_lines(doc)),
+        middle_loss=tuple(e for e in doc.effects.measures if e.measure == "middle loss"),
+        positions=doc.effects.positions,
+        robustness=doc.robustness.verdict,
+        name=name or run.model,
+    )
+
+
+def build_comparison(
+    runs: Sequence[LoadedRun],
+    out_dir: str | Path,
+    figures: bool = True,
+    labels: Sequence[str] | None = None,
+) -> ComparisonDocument:
+    """The comparison.json content for checked runs (``load_runs``), in the order given."""
+    out = Path(out_dir)
+    first = runs[0].document
+    simulated = [r.document.simulation for r in runs]
+    label = SIMULATION_BANNER if all(simulated) else MIXED_LABEL if any(simulated) else None
+    return ComparisonDocument(
+        format=COMPARISON_FORMAT,
+        version=COMPARISON_VERSION,
+        package_version=needlepoint.__version__,
+        simulation=any(simulated),
+        label=label,
+        design_fingerprint=runs[0].design_fingerprint,
+        protocol_id=first.protocol.id,
+        threshold=first.parameters.threshold,
+        confidence=first.parameters.confidence,
+        runs=tuple(map(compared_run, runs, [out] * len(runs), run_names(runs, labels))),
+        figures=dict(FIGURES) if figures else {},
+    )
+
+
+# --- the comparison folder -----------------------------------------------------------------------
+
 
 TABLES = ("runs", "failures", "scores", "accuracy")
 
@@ -88,13 +333,12 @@ class Comparison:
 
 def write_figures(doc: ComparisonDocument, out: Path) -> None:
     """Draw the four comparison figures into ``out``."""
-    from needlepoint.analysis.decision import SIMULATION_BANNER
-    from needlepoint.analysis.position_plot import compare_position_lines
-    from needlepoint.compare import plots
+    from needlepoint.analysis.figures import compare_position_lines
+    from needlepoint.compare import report
 
-    plots.forest(doc, out / FIGURES["forest"])
-    plots.accuracy_panels(doc, out / FIGURES["accuracy"])
-    plots.failures(doc, out / FIGURES["failures"])
+    report.forest(doc, out / FIGURES["forest"])
+    report.accuracy_panels(doc, out / FIGURES["accuracy"])
+    report.failures(doc, out / FIGURES["failures"])
     models = [r.model for r in doc.runs]
     compare_position_lines(
         [(r.model if models.count(r.model) == 1 else run_name(r), r.positions) for r in doc.runs],
@@ -126,7 +370,8 @@ def compare_runs(
         raise NeedlepointError(f"{out}: exists and is not a folder")
     doc = build_comparison(runs, out, figures, labels)
     if record is None:
-        record = declaration_record(run_dirs, out)
+        shown = [relative_path(d, out) for d in run_dirs]
+        record = record_lines(run_dirs, out, shown=shown)
     text = comparison_markdown(doc, record)
     with replaced_folder(out, is_output_file) as fresh:  # all files together, or none
         if figures:
@@ -134,16 +379,3 @@ def compare_runs(
         write_bytes_atomic(fresh / "comparison.json", to_json(doc))
         write_bytes_atomic(fresh / "comparison.md", text.encode("utf-8"))
     return Comparison(doc, out)
-
-
-def declaration_record(run_dirs: Sequence[str | Path], out: Path) -> list[str]:
-    """Each declared run's chain, paths shown from the comparison folder; [] when none is."""
-    from needlepoint.run.declaration import run_chain_lines
-    from needlepoint.run.folder import recorded_declaration
-
-    lines: list[str] = []
-    for run_dir in run_dirs:
-        if recorded_declaration(Path(run_dir)) is not None:
-            shown = relative(Path(run_dir), out)
-            lines += [*run_chain_lines(Path(run_dir), out, shown=shown), ""]
-    return lines[:-1]

@@ -10,17 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from needlepoint.analysis.inference import Effect
+from needlepoint.analysis.record import AccuracyCell, AddedLater, Effect
 from needlepoint.errors import NeedlepointError
-from needlepoint.schema import (
-    document_bytes,
-    plain_without_absent,
-    read_versioned,
-    record_with_absent,
-    versioned_from_json,
-)
+from needlepoint.schema import document_bytes, read_versioned, versioned_from_json
 
 COMPARISON_FORMAT = "needlepoint-comparison"
 COMPARISON_VERSION = 2
@@ -30,18 +23,12 @@ MIXED_LABEL = (
 
 
 @dataclass(frozen=True)
-class ComparedCell:
-    """One similarity × length × condition cell of one run: strict and lenient correct / valid."""
+class ComparedCell(AccuracyCell):
+    """One similarity × length × condition cell of one run: the analysis's strict correct / valid
+    (``AccuracyCell``), and the lenient count over the same valid responses."""
 
-    similarity: str
-    length: int
-    condition: str
-    valid: int
-    correct: int
-    accuracy: float | None
     lenient_correct: int
     lenient_accuracy: float | None
-    not_valid: int
 
 
 @dataclass(frozen=True)
@@ -58,8 +45,10 @@ class ScoreTotal:
 
 
 @dataclass(frozen=True)
-class ComparedRun:
+class ComparedRun(AddedLater):
     """One run, analysed alone by the preregistered analysis, with where it came from."""
+
+    ADDED_LATER = ("name",)
 
     run_dir: str
     model: str
@@ -101,13 +90,6 @@ class ComparedRun:
         """The run's name as a reader sees it: its name, or (older files) its model."""
         return self.name or self.model
 
-    def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, ("name",))
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> ComparedRun:
-        return record_with_absent(cls, value, where, ("name",))
-
 
 @dataclass(frozen=True)
 class ComparisonDocument:
@@ -127,10 +109,6 @@ class ComparisonDocument:
     confidence: float
     runs: tuple[ComparedRun, ...]
     figures: dict[str, str]
-
-    def to_json(self) -> bytes:
-        """The comparison.json bytes: sorted keys, two-space indent, UTF-8, final newline."""
-        return to_json(self)
 
 
 def to_json(doc: ComparisonDocument) -> bytes:

@@ -16,31 +16,19 @@ from pathlib import Path
 from needlepoint.local.compare_files import Entrant, Layout
 
 
-def _changes(run_dir: Path) -> tuple[int, Fraction, Fraction] | None:
-    """(complete cases, mean change in B − M, mean change in E − M), from the journal."""
-    from needlepoint.analysis.document import build_document
-    from needlepoint.analysis.inputs import from_run
+def _changes(analysis_dir: Path) -> tuple[int, Fraction, Fraction] | None:
+    """(complete cases, mean change in B − M, mean change in E − M): the effects the run's
+    analysis.json holds (each per complete case, lengths averaged, then over the cases)."""
+    from needlepoint.analysis.effects import find
+    from needlepoint.analysis.primary import DIFFERENCE
+    from needlepoint.analysis.record import read_document
 
-    inp = from_run(run_dir)
-    complete = {c.case for c in build_document(inp).primary.cases}
-    if not complete:
+    effects = read_document(analysis_dir / "analysis.json").effects
+    if effects.cases == 0:
         return None
-    right: dict[tuple[str, int, str, str], int] = {}
-    for o in inp.outcomes:
-        if o.case in complete:
-            right[(o.case, o.length, o.similarity, o.condition)] = int(o.status == "correct")
-    lengths = sorted({k[1] for k in right})
-    bm = em = Fraction(0)
-    for case in sorted(complete):
-        for n in lengths:
-
-            def gap(cond: str, sim: str, case: str = case, n: int = n) -> int:
-                return right[(case, n, sim, cond)] - right[(case, n, sim, "M")]
-
-            # Each case weighs the same, its lengths averaged within it (the primary metric).
-            bm += Fraction(gap("B", "high") - gap("B", "low"), len(lengths))
-            em += Fraction(gap("E", "high") - gap("E", "low"), len(lengths))
-    return len(complete), bm / len(complete), em / len(complete)
+    bm, em = (find(effects.measures, m, DIFFERENCE).estimate_exact for m in ("B − M", "E − M"))
+    assert bm is not None and em is not None  # complete cases give every estimate
+    return effects.cases, Fraction(bm), Fraction(em)
 
 
 def _number(x: Fraction) -> str:
@@ -63,7 +51,7 @@ def effect_lines(layout: Layout, entrants: Sequence[Entrant]) -> list[str]:
     ]
     for e in entrants:
         run = runs[e.key]
-        changes = _changes(layout.run(e))
+        changes = _changes(layout.analysis(e))
         high = {c.condition: c for c in run.accuracy if c.similarity == "high"}
         cells = ", ".join(f"{k} {high[k].correct}/{high[k].valid}" for k in "BME" if k in high)
         if changes is None or run.difference is None:

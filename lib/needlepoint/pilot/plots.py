@@ -1,6 +1,6 @@
 """The pilot notebook's figures: accuracy by length against the band, and the power curve.
 
-Both are stable PNGs (``analysis.figure.stable_figure``): the same calibration always gives the
+Both are stable PNGs (``analysis.figures.stable_figure``): the same calibration always gives the
 same bytes, and a simulated pilot carries the simulation banner in the title.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from needlepoint.analysis.figure import stable_figure
+from needlepoint.analysis.figures import stable_figure
 from needlepoint.pilot import calibration_record as cr
 from needlepoint.pilot.calibrate import REQUESTS_PER_PAIR
 

@@ -209,8 +209,8 @@ def calibrations_table(folder: Path) -> list[str]:
 
 def headline_lines(analysis_dir: Path) -> list[str]:
     """The main run's headline (what ran, Q1, Q2, robustness) as ``analyze`` wrote it."""
-    from needlepoint.analysis.headline import headline_markdown
     from needlepoint.analysis.record import read_document
+    from needlepoint.analysis.report import headline_markdown
 
     return headline_markdown(read_document(analysis_dir / "analysis.json"))
 

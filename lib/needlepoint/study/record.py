@@ -6,15 +6,17 @@ it governs), and the other runs of the same design and model that were not passe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
+from needlepoint.analysis.report import display, record_lines
 from needlepoint.errors import NeedlepointError
-from needlepoint.run.declaration import Declared, chain, run_chain_lines
-from needlepoint.run.folder import recorded_declaration
+from needlepoint.run.declaration import Declared, chain
 from needlepoint.study.registry import Registry, collect
 from needlepoint.study.runs import RunEntry
 
 EVIDENCE_NAME = "evidence"
+NOT_SEARCHED = "No evidence root given or found: other runs on record not searched."
 
 
 def evidence_root(given: str | Path | None, near: str | Path) -> Path | None:
@@ -59,25 +61,10 @@ def chain_record(
     base: Path,
     shown: Sequence[str] | None = None,
 ) -> list[str]:
-    """Each run's declaration chain, with later amendments found under ``root``; ``shown``
-    names the runs (default: as given)."""
-    lines: list[str] = []
-    for i, run_dir in enumerate(run_dirs):
-        ref = recorded_declaration(run_dir)
-        later = later_amendments(root, ref.sha256) if ref is not None and root else []
-        name = display(run_dir) if shown is None else shown[i]
-        lines += [*run_chain_lines(run_dir, base, later, shown=name), ""]
-    return lines[:-1]
-
-
-def display(path: Path) -> str:
-    """A path as the user gave it; an absolute one relative to here, so no machine path shows."""
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.name
+    """Each run's declaration chain, with later amendments found under ``root``, and a line for
+    a run started without one; ``shown`` names the runs (default: as given)."""
+    later = None if root is None else partial(later_amendments, root)
+    return record_lines(run_dirs, base, shown=shown, later=later, undeclared=True)
 
 
 def also_on_record(run_dirs: Sequence[Path], reg: Registry) -> list[str]:
@@ -107,9 +94,17 @@ def _other(r: RunEntry) -> str:
 
 
 def study_record(run_dirs: Sequence[str | Path], root: Path | None, base: Path) -> list[str]:
-    """The lines `analyze` and `compare` print and append to summary.md / comparison.md."""
+    """The lines `analyze` and `compare` append to summary.md / comparison.md, and print: each
+    run's chain and the other runs of its design and model under ``root``. Without a root, the
+    declared runs' chains alone: what a notebook's analysis of the same run writes."""
     runs = [Path(p) for p in run_dirs]
-    lines = chain_record(runs, root, base)
     if root is None:
-        return [*lines, "", "No evidence root given or found: other runs on record not searched."]
-    return [*lines, "", *also_on_record(runs, collect(root))]
+        return record_lines(runs, base)
+    return [*chain_record(runs, root, base), "", *also_on_record(runs, collect(root))]
+
+
+def search_note(root: Path | None, record: Sequence[str]) -> list[str]:
+    """What only the terminal is told after the record's lines: that no root was searched."""
+    if root is not None:
+        return []
+    return ["", NOT_SEARCHED] if record else [NOT_SEARCHED]

@@ -1,24 +1,107 @@
 """The analysis figures as PNG files: readable labels, counts on the cells, byte-for-byte stable.
 
-Each figure is drawn inside ``stable_figure`` (see ``needlepoint.analysis.figure``).
+Every figure is drawn inside ``stable_figure``: on a bare ``matplotlib.figure.Figure`` (Agg),
+never through pyplot, so it touches no global figure registry and needs no closing; the default
+style is applied for each one so a notebook's rcParams cannot change the bytes, and the PNG
+metadata carries no version. So the PNG bytes depend only on the numbers.
+
+``position_lines`` is the plot the field publishes: accuracy against the target's position (B,
+M, E), one line per background length × similarity, each point with its case-cluster interval.
+In a comparison every model has its own colour (similarity by line style, length by marker); in
+one run's analysis the colour is the similarity.
 """
 
 from __future__ import annotations
 
+import io
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from needlepoint.analysis.figure import (
-    MIDDLE_LOSS_NOTE,
-    add_note,
-    difference_limits,
-    stable_figure,
-)
-from needlepoint.analysis.record import Primary
-from needlepoint.analysis.tables import AccuracyCell
+from needlepoint.analysis.primary import POSITIONS, SIMULATION_BANNER
+from needlepoint.analysis.record import AccuracyCell, Effect, Primary
+from needlepoint.safeio import write_bytes_atomic
 
+
+@contextmanager
+def stable_figure(
+    size: tuple[float, float],
+    margins: tuple[float, float, float, float],
+    title: str,
+    simulation: bool,
+    path: str | Path,
+    banner: str = SIMULATION_BANNER,
+) -> Iterator[Any]:
+    """Yield a fresh Figure in the default style, title it, then save it as a stable PNG.
+
+    With ``simulation`` the title is preceded by ``banner`` in red (the simulation label unless
+    another is given, e.g. a comparison of simulated and live runs).
+
+    ``margins`` are (left, right, top, bottom) in inches around the axes area. Fixed margins
+    instead of a layout engine: the figures look the same for every run, and drawing them does
+    not need a second measuring pass over every label.
+    """
+    import matplotlib.style
+    from matplotlib.figure import Figure
+
+    width, height = size
+    left, right, top, bottom = margins
+    top += 0.3 if simulation else 0.0  # room for the banner line
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(width, height + (0.3 if simulation else 0.0)), dpi=100)
+        h = fig.get_figheight()
+        fig.subplots_adjust(
+            left=left / width, right=1 - right / width, top=1 - top / h, bottom=bottom / h
+        )
+        yield fig
+        text = f"{banner}\n{title}" if simulation else title
+        fig.suptitle(
+            text,
+            y=1 - 0.08 / h,
+            va="top",
+            fontweight="bold",
+            color="#b2182b" if simulation else "black",
+        )
+        # No "Software" entry: the bytes must not change with the matplotlib version string.
+        # Drawn into memory, then written through the one safe-write helper (never a link).
+        buffer = io.BytesIO()
+        fig.savefig(
+            buffer, format="png", metadata={"Software": None}, pil_kwargs={"compress_level": 1}
+        )
+        write_bytes_atomic(path, buffer.getvalue())
+    fig.clear()
+
+
+# Printed under every figure of the difference in middle loss, so it can be read on its own.
+MIDDLE_LOSS_NOTE = (
+    "middle loss = (B + E)/2 − M, from exact-correct answers (0 or 1) of one case, length and "
+    "similarity;\ndifference = middle loss at high similarity − middle loss at low similarity "
+    "(each lies between −2 and 2)"
+)
+
+
+def difference_limits(values: Sequence[float]) -> tuple[float, float]:
+    """Symmetric x limits that show every value: ±1.1 at least, never cutting a marker."""
+    reach = max([1.0, *(abs(v) for v in values)])
+    return -reach - 0.1, reach + 0.1
+
+
+def threshold_line(ax: Any, threshold: float) -> None:
+    """The preregistered threshold as a dashed red line, labelled with its value."""
+    ax.axvline(threshold, color="#b2182b", ls="--", lw=1.2, label=f"threshold {threshold:g}")
+
+
+def add_note(fig: Any, text: str) -> None:
+    """A small explanatory note along the bottom edge of the figure."""
+    fig.text(0.01, 0.06 / fig.get_figheight(), text, fontsize=7.5, color="#444444", va="bottom")
+
+
+# --- one run's figures ---------------------------------------------------------------------------
+
+
+CONDITION_LABELS = {"B": "B (beginning)", "M": "M (middle)", "E": "E (end)", "A": "A (absent)"}
 STATUS_COLOURS = {
     "correct": "#1a9850",
     "error": "#a6d96a",
@@ -78,7 +161,7 @@ def accuracy_heatmap(
                     color="black" if dark else "white" if c.valid else "black",
                 )
             ax.set_xticks(range(len(lengths)), [f"{n} records" for n in lengths])
-            ax.set_yticks(range(len(conds)), [_condition_label(c) for c in conds])
+            ax.set_yticks(range(len(conds)), [CONDITION_LABELS.get(c, c) for c in conds])
             ax.set_title(f"{sim} similarity")
             ax.set_xlabel("background length")
         if image is not None:
@@ -88,10 +171,6 @@ def accuracy_heatmap(
             )
             fig.colorbar(image, cax=cax, label="correct / valid")
     return Path(path)
-
-
-def _condition_label(c: str) -> str:
-    return {"B": "B (beginning)", "M": "M (middle)", "E": "E (end)", "A": "A (absent)"}.get(c, c)
 
 
 def forest_plot(primary: Primary, path: str | Path, simulation: bool = False) -> Path:
@@ -136,13 +215,7 @@ def forest_plot(primary: Primary, path: str | Path, simulation: bool = False) ->
         else:
             label = "overall: not evaluable"
         ax.axvline(0, color="grey", lw=1)
-        ax.axvline(
-            primary.threshold,
-            color="#b2182b",
-            ls="--",
-            lw=1.2,
-            label=f"threshold {primary.threshold:g}",
-        )
+        threshold_line(ax, primary.threshold)
         ax.set_yticks(range(rows), [c.case for c in cases] + [label])
         ax.invert_yaxis()
         shown = [c.difference for c in cases]
@@ -198,13 +271,7 @@ def bootstrap_plot(primary: Primary, path: str | Path, simulation: bool = False)
                 wrap=True,
             )
         ax.axvline(0, color="grey", lw=1, label="zero")
-        ax.axvline(
-            primary.threshold,
-            color="#b2182b",
-            ls="--",
-            lw=1.2,
-            label=f"threshold {primary.threshold:g}",
-        )
+        threshold_line(ax, primary.threshold)
         ax.set_xlabel("mean difference over resampled cases")
         ax.set_ylabel("bootstrap probability")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -291,3 +358,80 @@ def _short(kind: str) -> str:
         "http_status": "HTTP status",
         "model_mismatch": "wrong model",
     }.get(kind, kind.replace("_", " "))[:18]
+
+
+# --- accuracy by position ------------------------------------------------------------------------
+
+
+SIM_COLOURS = {"low": "#2166ac", "high": "#b2182b"}
+SIM_STYLES = {"low": "-", "high": "--"}
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+TITLE = "Accuracy by target position, with case-cluster intervals"
+
+
+def _lines(rows: Sequence[Effect]) -> list[tuple[int, str, list[Effect | None]]]:
+    """(length, similarity, the B/M/E rows) for every length × similarity present."""
+    keys = list(dict.fromkeys((r.length or 0, r.similarity) for r in rows))
+    out = []
+    for length, sim in keys:
+        by = {r.condition: r for r in rows if (r.length or 0, r.similarity) == (length, sim)}
+        out.append((length, sim, [by.get(p) for p in POSITIONS]))
+    return out
+
+
+def _draw(ax, series: Sequence[tuple[str, str, str, str, list[Effect | None]]]) -> None:
+    """Each series: (label, colour, line style, marker, B/M/E rows), dodged sideways a little."""
+    width = 0.05 * max(len(series) - 1, 0)
+    for i, (label, colour, style, marker, points) in enumerate(series):
+        dx = -width / 2 + (width * i / (len(series) - 1) if len(series) > 1 else 0.0)
+        xs = [j + dx for j, p in enumerate(points) if p is not None and p.estimate is not None]
+        ys = [p.estimate for p in points if p is not None and p.estimate is not None]
+        ax.plot(xs, ys, color=colour, ls=style, marker=marker, ms=5, lw=1.5, label=label)
+        for j, p in enumerate(points):
+            if p is not None and p.lower is not None and p.upper is not None:
+                ax.vlines(j + dx, p.lower, p.upper, color=colour, lw=1, alpha=0.6)
+    ax.set_xticks(range(len(POSITIONS)), [CONDITION_LABELS[p] for p in POSITIONS])
+    ax.set_xlim(-0.4, len(POSITIONS) - 0.6)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_ylabel("exact-correct rate (correct / valid)")
+    ax.grid(axis="y", color="#e0e0e0", lw=0.6)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+
+
+def position_lines(rows: Sequence[Effect], path: str | Path, simulation: bool = False) -> Path:
+    """One run: a line per length × similarity (colour: similarity; marker: length)."""
+    lines = _lines(rows)
+    lengths = sorted({n for n, _, _ in lines})
+    series = [
+        (f"{n} records, {sim} similarity", SIM_COLOURS.get(sim, "black"),
+         SIM_STYLES.get(sim, "-"), MARKERS[lengths.index(n) % len(MARKERS)], points)
+        for n, sim, points in lines
+    ]  # fmt: skip
+    with stable_figure((8.0, 4.4), (0.9, 2.4, 0.5, 0.6), TITLE, simulation, path) as fig:
+        _draw(fig.subplots(), series)
+    return Path(path)
+
+
+def compare_position_lines(
+    runs: Sequence[tuple[str, Sequence[Effect]]],
+    path: str | Path,
+    simulation: bool = False,
+    banner: str = SIMULATION_BANNER,
+) -> Path:
+    """Several runs: one colour per run (model), line style per similarity, marker per length."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10"]
+    series = []
+    for i, (name, rows) in enumerate(runs):
+        lines = _lines(rows)
+        lengths = sorted({n for n, _, _ in lines})
+        for n, sim, points in lines:
+            marker = MARKERS[lengths.index(n) % len(MARKERS)]
+            label = f"{name}: {n} records, {sim}"
+            series.append((label, palette(i % 10), SIM_STYLES.get(sim, "-"), marker, points))
+    height = 4.4 + 0.12 * max(len(series) - 8, 0)
+    title = f"{TITLE}, each run alone"
+    with stable_figure((9.5, height), (0.9, 3.6, 0.5, 0.6), title, simulation, path, banner) as f:
+        _draw(f.subplots(), series)
+    return Path(path)
