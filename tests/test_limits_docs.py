@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from needlepoint.analysis import power
-from needlepoint.analysis.results_table import RESULTS_FIELD_LIMIT
+from needlepoint.analysis.inputs import RESULTS_FIELD_LIMIT
 from needlepoint.contamination.context import MAX_DEPTH as WALK_DEPTH
 from needlepoint.contamination.context import MAX_ENTRIES, MAX_TEXT_BYTES
 from needlepoint.design import schema

@@ -18,7 +18,7 @@ import pytest
 
 import needlepoint.analysis
 import needlepoint.run
-from needlepoint.analysis import power, record, tables
+from needlepoint.analysis import power, record
 from needlepoint.run import options, records
 
 # (module, qualified name, parameter or "return") -> why a plain dict is right there.
@@ -30,16 +30,12 @@ ALLOWED = {
     ("analysis.power", "check_size", "protocol"): "the protocol",
     ("analysis.power", "decide_runs", "cache"): "a memo of resample counts",
     ("analysis.record", "AnalysisParameters.of", "protocol"): "reads the protocol's block",
-    ("analysis.tables", "Stratum.to_plain", "return"): "the JSON codec's boundary",
-    ("analysis.tables", "Stratum.from_plain", "value"): "the JSON codec's boundary",
-    ("analysis.tables", "PositionRow.to_plain", "return"): "the JSON codec's boundary",
-    ("analysis.tables", "PositionRow.from_plain", "value"): "the JSON codec's boundary",
-    ("analysis.record", "ProtocolRef.to_plain", "return"): "the JSON codec's boundary",
-    ("analysis.record", "RunRef.to_plain", "return"): "the JSON codec's boundary",
-    ("analysis.record", "RunRef.from_plain", "value"): "the JSON codec's boundary",
-    ("analysis.record", "ProtocolRef.from_plain", "value"): "the JSON codec's boundary",
-    ("analysis.tables", "LatencyUsageCost.to_plain", "return"): "the JSON codec's boundary",
-    ("analysis.tables", "LatencyUsageCost.from_plain", "value"): "the JSON codec's boundary",
+    ("analysis.record", "Stratum.to_plain", "return"): "the JSON codec's boundary",
+    ("analysis.record", "Stratum.from_plain", "value"): "the JSON codec's boundary",
+    ("analysis.record", "PositionRow.to_plain", "return"): "the JSON codec's boundary",
+    ("analysis.record", "PositionRow.from_plain", "value"): "the JSON codec's boundary",
+    ("analysis.record", "AddedLater.to_plain", "return"): "the JSON codec's boundary",
+    ("analysis.record", "AddedLater.from_plain", "value"): "the JSON codec's boundary",
     ("run.interpret", "answer_of", "choice"): "one choice of a server's raw response",
     ("run.folder", "git_commit", "return"): "provenance.jsonl, not a settings record",
     ("run.folder", "machine_load", "return"): "provenance.jsonl, not a settings record",
@@ -65,8 +61,9 @@ ALLOWED = {
     ("run.records", "Limits.limits", "return"): "the Limits fields as keyword arguments",
     ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
     ("run.sweep", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
-    ("analysis.context", "run_context", "records"): "raw journal lines",
-    ("analysis.context", "sessions_by_seq", "records"): "raw journal lines",
+    ("analysis.inputs", "run_context", "records"): "raw journal lines",
+    ("analysis.inputs", "sessions_by_seq", "records"): "raw journal lines",
+    ("analysis.secondary", "rate_of", "return"): "rate fields, spread into a record that has them",
 }
 
 
@@ -96,10 +93,10 @@ def test_the_scan_sees_the_record_handlers() -> None:
     names = {(m, q) for m, q, _ in CALLABLES}
     assert {
         ("analysis.document", "build_document"),
-        ("analysis.summary", "summary_markdown"),
+        ("analysis.report", "summary_markdown"),
         ("run.options", "check_settings"),
         ("run.runner", "run_protocol"),
-        ("analysis.sensitivity", "sensitivity_lines"),
+        ("analysis.power", "sensitivity_lines"),
     } <= names
 
 
@@ -128,18 +125,18 @@ def _hints(func: typing.Any) -> dict[str, typing.Any]:
         ("analysis.record.to_json", "doc", record.AnalysisDocument),
         ("analysis.record.from_json", "return", record.AnalysisDocument),
         ("analysis.record.read_document", "return", record.AnalysisDocument),
-        ("analysis.summary.summary_markdown", "doc", record.AnalysisDocument),
+        ("analysis.report.summary_markdown", "doc", record.AnalysisDocument),
         ("analysis.document.write_figures", "doc", record.AnalysisDocument),
-        ("analysis.plots.forest_plot", "primary", record.Primary),
-        ("analysis.plots.bootstrap_plot", "primary", record.Primary),
-        ("analysis.decision.decide", "params", record.AnalysisParameters),
-        ("analysis.decision.decide", "return", record.Decision),
-        ("analysis.secondary.secondary", "return", tables.Secondary),
+        ("analysis.figures.forest_plot", "primary", record.Primary),
+        ("analysis.figures.bootstrap_plot", "primary", record.Primary),
+        ("analysis.primary.decide", "params", record.AnalysisParameters),
+        ("analysis.primary.decide", "return", record.Decision),
+        ("analysis.secondary.secondary", "return", record.Secondary),
         ("analysis.power.decide_runs", "params", record.AnalysisParameters),
         ("analysis.power.power_grid", "model", power.PowerModel | None),
         ("analysis.power.power_grid", "study", power.PowerStudy | None),
-        ("analysis.sensitivity.sensitivity_lines", "model", power.PowerModel | None),
-        ("analysis.sensitivity.sensitivity_lines", "study", power.PowerStudy | None),
+        ("analysis.power.sensitivity_lines", "model", power.PowerModel | None),
+        ("analysis.power.sensitivity_lines", "study", power.PowerStudy | None),
         ("run.options.check_settings", "options", options.RunOptions),
         ("run.options.check_settings", "return", options.Settings),
         ("run.runner.run_protocol", "options", options.RunOptions),
@@ -160,7 +157,6 @@ def test_record_handlers_name_their_record_types(func: str, param: str, expected
     "cls",
     [
         *(c for c in vars(record).values() if dataclasses.is_dataclass(c)),
-        *(c for c in vars(tables).values() if dataclasses.is_dataclass(c)),
         *(c for c in vars(records).values() if dataclasses.is_dataclass(c)),
         options.RunOptions,
         options.Settings,

@@ -2,28 +2,49 @@
 
 A message is pinned whole (``==``, not a search), so a changed word, an extra prefix or a lost
 field name is noticed; the rules are tried on both sides of each boundary.
+
+The run's context: which wrong answers name a near name, which source a prompt size comes from
+(and every reason a token-count file is passed over: it must belong to these materials, else
+the endpoint's usage counts, else the characters), and the endpoint (by its host alone), dates
+and sessions a journal gives. A stand-in prepared folder holds only what the context reads
+(root, fingerprint, plan, bodies), so each rule is checked on numbers small enough to work out
+by hand; the committed Gemma run checks the same against a real journal and tokenizer.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
+import shutil
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from support.mutations import rechain
 from support.results import JOURNAL, make_input, make_prepared, make_rows, write_csv
 
-from needlepoint.analysis.context import run_context
 from needlepoint.analysis.inputs import (
+    CHARACTERS,
     RESULT_COLUMNS,
+    TOKENIZER,
     UNVERIFIED_TABLE,
+    USAGE,
     Outcome,
     from_results_csv,
+    length_sizes,
+    near_kind,
     refuse_pooling,
+    run_context,
+    sessions_by_seq,
     validate_rows,
 )
-from needlepoint.design.prepared import Prepared
+from needlepoint.design.prepared import Prepared, load_prepared
 from needlepoint.errors import NeedlepointError
+
+# === validation ===
+
 
 STATUSES = "('correct', 'error', 'protocol_failure', 'unexecuted')"
 PLAN = "does not match the prepared plan"
@@ -357,3 +378,323 @@ def test_a_protocol_without_an_unknown_token_scores_with_unknown(prepared: Prepa
     rows = make_rows(bare)
     rows[0].update(status="error", kind="false_unknown", response_text="UNKNOWN")
     validate_rows(list(enumerate(rows, start=2)), bare, "t.csv")
+
+
+# === what was run where and when ===
+
+
+FINGERPRINT = "f" * 64
+# Two lengths, two requests each; the bodies' texts are 3 + 4 and 10 + 20 characters long.
+LENGTH_OF_SEQ = {1: 60, 2: 60, 3: 240, 4: 240}
+BODIES = {
+    1: {"messages": [{"role": "system", "content": "abc"}, {"role": "user", "content": "defg"}]},
+    2: {"prompt": "abc"},
+    3: {"prompt": "x" * 10},
+    4: {"messages": [{"role": "user", "content": "y" * 20}]},
+}
+GOOD = [
+    {"seq": 1, "length": 60, "prompt_tokens": 10},
+    {"seq": 2, "length": 60, "prompt_tokens": 30},
+    {"seq": 3, "length": 240, "prompt_tokens": 101},
+    {"seq": 4, "length": 240, "prompt_tokens": 100},
+]
+
+
+def stub_prepared(root: Path) -> Any:
+    """What length_sizes reads of a prepared folder, and nothing else."""
+    plan = [SimpleNamespace(seq=s, length=n) for s, n in LENGTH_OF_SEQ.items()]
+    bodies = {s: json.dumps(b).encode() for s, b in BODIES.items()}
+    return SimpleNamespace(root=root, fingerprint=FINGERPRINT, plan=plan, bodies=bodies)
+
+
+def outcomes(tokens: dict[int, int | None]) -> list[Any]:
+    """Outcomes in a deliberately unsorted order (240 first), with the given prompt tokens."""
+    return [
+        SimpleNamespace(length=LENGTH_OF_SEQ[s], prompt_tokens=tokens.get(s)) for s in (4, 3, 2, 1)
+    ]
+
+
+USAGE_TOKENS = {1: 900, 2: 902, 3: 2700, 4: 2701}
+
+
+def counts_file(root: Path, data: Any) -> None:
+    (root / "token_counts.json").write_text(json.dumps(data), "utf-8")
+
+
+def sizes(root: Path, tokens: dict[int, int | None] = USAGE_TOKENS) -> list[tuple]:
+    return [
+        (s.length, s.unit, s.source, s.requests, s.minimum, s.median, s.maximum)
+        for s in length_sizes(stub_prepared(root), outcomes(tokens))
+    ]
+
+
+BY_USAGE = [
+    (60, "tokens", USAGE, 2, 900, 901.0, 902),
+    (240, "tokens", USAGE, 2, 2700, 2700.5, 2701),
+]
+
+
+def test_token_counts_of_these_materials_give_each_lengths_size(tmp_path: Path) -> None:
+    counts_file(tmp_path, {"prepared_fingerprint": FINGERPRINT, "requests": GOOD})
+    assert sizes(tmp_path) == [
+        (60, "tokens", TOKENIZER, 2, 10, 20.0, 30),
+        (240, "tokens", TOKENIZER, 2, 100, 100.5, 101),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        ({"prepared_fingerprint": "0" * 64, "requests": GOOD}, "other materials"),
+        ({"requests": GOOD}, "no fingerprint"),
+        ({"prepared_fingerprint": FINGERPRINT}, "no requests"),
+        ({"prepared_fingerprint": FINGERPRINT, "requests": GOOD[:2]}, "a length missing"),
+        (
+            {"prepared_fingerprint": FINGERPRINT, "requests": [*GOOD[:3], GOOD[3] | {"seq": 9}]},
+            "a seq not in the plan",
+        ),
+        (
+            {
+                "prepared_fingerprint": FINGERPRINT,
+                "requests": [*GOOD[:3], GOOD[3] | {"length": 60}],
+            },
+            "a seq under another length",
+        ),
+        (
+            {
+                "prepared_fingerprint": FINGERPRINT,
+                "requests": [*GOOD[:3], GOOD[3] | {"prompt_tokens": True}],
+            },
+            "a count that is a bool",
+        ),
+        (
+            {
+                "prepared_fingerprint": FINGERPRINT,
+                "requests": [*GOOD[:3], GOOD[3] | {"prompt_tokens": 100.0}],
+            },
+            "a count that is a float",
+        ),
+        (
+            {"prepared_fingerprint": FINGERPRINT, "requests": [*GOOD[:3], {"seq": 4}]},
+            "a request without its length",
+        ),
+        ({"prepared_fingerprint": FINGERPRINT, "requests": "many"}, "requests not a list"),
+        ([GOOD], "not an object"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_token_counts_not_whole_or_not_ours_fall_back_to_usage(
+    tmp_path: Path, data: Any, why: str
+) -> None:
+    counts_file(tmp_path, data)
+    assert sizes(tmp_path) == BY_USAGE, why
+
+
+def test_an_unreadable_token_count_file_falls_back_to_usage(tmp_path: Path) -> None:
+    (tmp_path / "token_counts.json").write_bytes(b"\xff not json")
+    assert sizes(tmp_path) == BY_USAGE
+    (tmp_path / "token_counts.json").unlink()
+    (tmp_path / "token_counts.json").mkdir()  # not a file at all
+    assert sizes(tmp_path) == BY_USAGE
+
+
+def test_a_token_count_file_is_read_up_to_64_mib_and_not_beyond(tmp_path: Path) -> None:
+    text = json.dumps({"prepared_fingerprint": FINGERPRINT, "requests": GOOD}).encode()
+    limit = 64 * 1024 * 1024  # written out: the rule, not the code's own constant
+    (tmp_path / "token_counts.json").write_bytes(text + b" " * (limit - len(text)))
+    assert sizes(tmp_path)[0][2] == TOKENIZER
+    (tmp_path / "token_counts.json").write_bytes(text + b" " * (limit + 1 - len(text)))
+    assert sizes(tmp_path) == BY_USAGE
+
+
+def test_usage_is_used_only_when_every_length_has_some(tmp_path: Path) -> None:
+    # One request of a length without usage still leaves usage; a length without any does not.
+    assert sizes(tmp_path, USAGE_TOKENS | {2: None}) == [
+        (60, "tokens", USAGE, 1, 900, 900.0, 900),
+        (240, "tokens", USAGE, 2, 2700, 2700.5, 2701),
+    ]
+    assert sizes(tmp_path, USAGE_TOKENS | {3: None, 4: None}) == [
+        (60, "characters", CHARACTERS, 2, 3, 5.0, 7),
+        (240, "characters", CHARACTERS, 2, 10, 15.0, 20),
+    ]
+
+
+def test_a_usage_of_zero_tokens_is_a_count(tmp_path: Path) -> None:
+    assert sizes(tmp_path, USAGE_TOKENS | {1: 0, 2: 0}) == [
+        (60, "tokens", USAGE, 2, 0, 0.0, 0),
+        BY_USAGE[1],
+    ]
+
+
+ANSWER = {"near_codes": ["AB-1234", "CD-5678"], "near_kinds": ["swap", "qualifier"]}
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "answer", "kind"),
+    [
+        ("error", "CD-5678", ANSWER, "qualifier"),
+        ("error", " \tAB-1234\n", ANSWER, "swap"),  # trimmed as the scorer trims
+        ("error", "EF-9012", ANSWER, None),  # a code, but not a near name's
+        ("error", "CD-5678 and more", ANSWER, None),
+        ("correct", "CD-5678", ANSWER, None),  # only a wrong answer is given a kind
+        ("unknown", "CD-5678", ANSWER, None),
+        ("error", "CD-5678", {"near_codes": ["CD-5678"], "near_kinds": []}, None),
+        ("error", "CD-5678", {}, None),
+    ],
+)
+def test_a_wrong_answer_has_the_kind_of_the_near_name_it_gives(
+    status: str, text: str, answer: dict, kind: str | None
+) -> None:
+    assert near_kind({"status": status, "response_text": text}, answer) == kind
+
+
+def test_a_runs_dates_are_its_first_and_last_record_days(tmp_path: Path) -> None:
+    records = [
+        {"type": "session", "time": "2026-12-02T00:00:01Z"},
+        {"type": "attempt", "time": "2026-11-30T23:59:59Z"},
+        {"type": "outcome", "time": 1764633600},  # not a string: no date is read from it
+        {"type": "outcome"},
+        {"type": "session", "time": "2026-12-01T12:00:00Z"},
+    ]
+    c = run_context(
+        stub_prepared(tmp_path), outcomes(USAGE_TOKENS), records, "https://h.example/v1"
+    )
+    assert (c.endpoint_host, c.first_date, c.last_date, c.sessions) == (
+        "h.example",
+        "2026-11-30",
+        "2026-12-02",
+        2,
+    )
+    assert [s.source for s in c.lengths] == [USAGE, USAGE]
+
+
+def test_a_results_table_has_no_dates_and_no_sessions(tmp_path: Path) -> None:
+    c = run_context(stub_prepared(tmp_path), outcomes(USAGE_TOKENS), None)
+    assert (c.endpoint_host, c.first_date, c.last_date, c.sessions) == (None, None, None, None)
+
+
+def test_the_host_is_named_without_user_port_path_or_case(tmp_path: Path) -> None:
+    url = "https://user:secret@API.Example.COM:8443/v1?key=secret"
+    c = run_context(stub_prepared(tmp_path), outcomes(USAGE_TOKENS), [], url)
+    assert (c.endpoint_host, c.sessions, c.first_date) == ("api.example.com", 0, None)
+
+
+# === the context of real runs ===
+
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "20261201-local-compare"
+
+
+def test_the_gemma_run_context_comes_from_its_journal_and_tokenizer() -> None:
+    run = EVIDENCE / "runs" / "gemma3"
+    from needlepoint.analysis.inputs import from_run
+
+    inp = from_run(run)
+    assert inp.context is not None and inp.sessions is not None
+    c = inp.context
+    assert (c.endpoint_host, c.first_date, c.last_date, c.sessions) == (
+        "127.0.0.1", "2026-12-01", "2026-12-01", 2
+    )  # fmt: skip
+    [size] = c.lengths
+    assert (size.unit, size.source, size.requests) == ("tokens", TOKENIZER, 64)
+    assert (size.minimum, size.median, size.maximum) == (309, 316.0, 322)
+    assert inp.sessions[18] == 1 and inp.sessions[19] == 1 and inp.sessions[20] == 2
+
+
+def test_sessions_follow_the_session_record_before_each_attempt() -> None:
+    records = [
+        {"type": "session", "session": 1},
+        {"type": "attempt", "seq": 1},
+        {"type": "outcome", "seq": 1},
+        {"type": "session", "session": 2},
+        {"type": "attempt", "seq": 2},
+        {"type": "attempt", "seq": 1},  # never happens; the first attempt decides
+    ]
+    assert sessions_by_seq(records) == {1: 1, 2: 2}
+
+
+def test_a_sessions_recorded_number_is_the_one_given_and_a_missing_one_counts_on() -> None:
+    records = [
+        {"type": "attempt", "seq": 9},  # before any session record: session 0
+        {"type": "session", "session": 3},
+        {"type": "attempt", "seq": 1},
+        {"type": "attempt", "seq": "2"},  # not an integer seq: no session is claimed for it
+        {"type": "session"},  # no number: the one after the last
+        {"type": "attempt", "seq": 2},
+    ]
+    assert sessions_by_seq(records) == {9: 0, 1: 3, 2: 4}
+
+
+def test_a_runs_sessions_are_the_numbers_its_journal_records(
+    tmp_path: Path, prepared: Prepared
+) -> None:
+    # The runner numbers sessions 1, 2, ...; a journal may say otherwise, and the record wins.
+    from needlepoint import cli
+    from needlepoint.analysis.inputs import run_facts
+
+    run_dir = tmp_path / "run"
+    argv = ["run", str(prepared.root), "--allow", "4", "--run-dir", str(run_dir)]
+    assert cli.main([*argv, "--simulate", "perfect", "--no-progress"]) == 0
+    journal = run_dir / "journal.jsonl"
+    lines = [json.loads(line) for line in journal.read_bytes().splitlines()]
+    assert [r["session"] for r in lines if r["type"] == "session"] == [1]
+    for r in lines:
+        if r["type"] == "session":
+            r["session"] = 7
+    journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    rechain(journal)
+    context, sessions = run_facts(run_dir, prepared, ())
+    assert (context.sessions, sorted(sessions.items())) == (1, [(1, 7), (2, 7), (3, 7), (4, 7)])
+
+
+def test_token_counts_of_other_materials_fall_back_to_usage(tmp_path: Path) -> None:
+    folder = tmp_path / "gemma3"
+    shutil.copytree(EVIDENCE / "prepared" / "gemma3", folder)
+    prepared = load_prepared(folder)
+    outcomes = make_input(prepared).outcomes  # usage: 900 + 10 × length prompt tokens
+    assert length_sizes(prepared, outcomes)[0].source == TOKENIZER
+    counts = json.loads((folder / "token_counts.json").read_text("utf-8"))
+    for broken in (
+        counts | {"prepared_fingerprint": "0" * 64},
+        counts | {"requests": [*counts["requests"][:-1], {"seq": 64, "length": 13}]},
+        counts | {"requests": "many"},
+        [],
+    ):
+        (folder / "token_counts.json").write_text(json.dumps(broken), "utf-8")
+        [size] = length_sizes(prepared, outcomes)
+        assert (size.source, size.median) == (USAGE, 1020.0)
+    (folder / "token_counts.json").write_bytes(b"\xff not json")
+    assert length_sizes(prepared, outcomes)[0].source == USAGE
+
+
+def test_without_any_token_count_the_prompt_characters_are_given(prepared: Prepared) -> None:
+    rows = make_rows(prepared)
+    for row in rows:
+        row["prompt_tokens"] = "" if row["seq"] == "7" else row["prompt_tokens"]
+    from needlepoint.analysis.inputs import validate_rows
+
+    outcomes, _, _ = validate_rows(list(enumerate(rows, start=2)), prepared, "x.csv")
+    sizes = length_sizes(prepared, outcomes)
+    assert [s.unit for s in sizes] == ["tokens", "tokens"]  # one unknown still leaves usage
+    for row in rows:
+        row["prompt_tokens"] = ""
+    outcomes, _, _ = validate_rows(list(enumerate(rows, start=2)), prepared, "x.csv")
+    sizes = length_sizes(prepared, outcomes)
+    assert [(s.length, s.unit, s.source, s.requests) for s in sizes] == [
+        (60, "characters", CHARACTERS, 64),
+        (240, "characters", CHARACTERS, 64),
+    ]
+    assert sizes[0].maximum < sizes[1].minimum
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://api.example.com:8443/v1?key=secret", "api.example.com"),
+        ("http://127.0.0.1:35851/v1", "127.0.0.1"),
+        (None, None),
+    ],
+)
+def test_the_endpoint_is_named_by_its_host_alone(prepared: Prepared, url, host) -> None:
+    c = run_context(prepared, make_input(prepared).outcomes, [], url)
+    assert c.endpoint_host == host and c.sessions == 0 and c.first_date is None

@@ -123,7 +123,7 @@ def test_a_failing_check_before_the_run_sends_nothing(tmp_path: Path) -> None:
 
 
 def test_compare_refuses_a_pilot(pilot_dir: Path, tmp_path: Path, capsys) -> None:
-    from needlepoint.compare.runs import load_run
+    from needlepoint.compare.document import load_run
 
     with pytest.raises(NeedlepointError, match="is a pilot"):
         load_run(pilot_dir / "run")

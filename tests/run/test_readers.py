@@ -102,7 +102,7 @@ def _analysis_files(folder: Path) -> dict[str, bytes]:
 def test_an_interrupted_analysis_leaves_the_earlier_one_whole(
     small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from needlepoint.analysis import plots
+    from needlepoint.analysis import figures
 
     run = tmp_path / "run"
     argv = ["run", str(small), "--allow", "32", "--run-dir", str(run), "--simulate", "position"]
@@ -113,7 +113,7 @@ def test_an_interrupted_analysis_leaves_the_earlier_one_whole(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(plots, "completeness_grid", interrupted)  # the last of four figures
+    monkeypatch.setattr(figures, "completeness_grid", interrupted)  # the last of four figures
     code, _, err = run_cli(["analyze", str(run)])
     assert code == 130 and "interrupted" in err
     assert _analysis_files(run / "analysis") == before, "old and new files mixed"

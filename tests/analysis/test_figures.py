@@ -10,8 +10,7 @@ import matplotlib.figure
 import pytest
 from support.results import make_input, make_prepared
 
-from needlepoint.analysis import figure as figure_module
-from needlepoint.analysis import plots
+from needlepoint.analysis import figures
 from needlepoint.analysis.document import build_document, write_figures
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.design.prepared import Prepared
@@ -36,14 +35,14 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
         return original(self, fname, *args, **kwargs)
 
     # Figures are drawn into memory and written through the safe-write helper: note where.
-    written = figure_module.write_bytes_atomic
+    written = figures.write_bytes_atomic
 
     def write(path, data, **kwargs):
         seen[-1]["path"] = Path(path)
         return written(path, data, **kwargs)
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
-    monkeypatch.setattr(figure_module, "write_bytes_atomic", write)
+    monkeypatch.setattr(figures, "write_bytes_atomic", write)
     return seen
 
 
@@ -72,12 +71,12 @@ def test_every_figure_title_carries_the_banner_for_simulations(
 def test_cells_show_their_counts(tmp_path: Path, prepared: Prepared, drawn: list[dict]) -> None:
     inp = make_input(prepared, spec)
     doc = build_document(inp)
-    plots.accuracy_heatmap(doc.secondary.accuracy, tmp_path / "a.png", True)
+    figures.accuracy_heatmap(doc.secondary.accuracy, tmp_path / "a.png", True)
     texts = drawn[0]["texts"]
     assert "8/8\n100%" in texts
     assert "5/8\n62%" in texts  # middle, high similarity, 60 records: three near-name errors
     assert any(t.endswith("+1 not valid") for t in texts)
-    plots.completeness_grid(inp.outcomes, tmp_path / "c.png", True)
+    figures.completeness_grid(inp.outcomes, tmp_path / "c.png", True)
     grid = drawn[1]["texts"]
     assert any(t.startswith("S") and "seq 1–4" in t for t in grid)
     assert "unexecuted" in grid and "failed" in grid and "indeterminate" in grid
@@ -96,8 +95,8 @@ def test_forest_and_bootstrap_show_threshold_zero_and_interval(
 ) -> None:
     inp = make_input(prepared, spec)
     doc = build_document(inp)
-    plots.forest_plot(doc.primary, tmp_path / "f.png")
-    plots.bootstrap_plot(doc.primary, tmp_path / "b.png")
+    figures.forest_plot(doc.primary, tmp_path / "f.png")
+    figures.bootstrap_plot(doc.primary, tmp_path / "b.png")
     forest, boot = drawn[0]["texts"], drawn[1]["texts"]
     assert "threshold 0.1" in forest and any(t.startswith("overall 0.") for t in forest)
     assert {"zero", "threshold 0.1", "95% interval"} <= set(boot)

@@ -1,7 +1,6 @@
-"""How a comparison names its runs, and what its figures draw (and do not draw over each other).
+"""What comparison.md and the comparison figures show (and do not draw over each other).
 
-Runs are named by model, or by the user's ``--label``, never by a path relative to ``--out``;
-the lenient score appears only where it differs from the strict one; a comparison without
+The lenient score appears only where it differs from the strict one; a comparison without
 failures says so in one sentence with no "0" drawn across it; the forest and the analysis
 forest show every value, however far past ±1, and say what middle loss is.
 """
@@ -15,16 +14,12 @@ from typing import Any
 import pytest
 from matplotlib.axes import Axes
 
-from needlepoint.analysis import plots as analysis_plots
-from needlepoint.analysis.figure import MIDDLE_LOSS_NOTE, difference_limits
-from needlepoint.cli.app import main
-from needlepoint.compare import plots
-from needlepoint.compare.build import run_names
+from needlepoint.analysis import figures as analysis_figures
+from needlepoint.analysis.figures import MIDDLE_LOSS_NOTE, difference_limits
+from needlepoint.compare import report
 from needlepoint.compare.document import compare_runs
-from needlepoint.compare.record import from_json, to_json
-from needlepoint.compare.summary import comparison_markdown
+from needlepoint.compare.report import comparison_markdown
 from needlepoint.design.prepared import prepare
-from needlepoint.errors import NeedlepointError
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
 
@@ -61,53 +56,6 @@ def _texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return drawn
 
 
-def test_runs_are_named_by_model_made_unique_never_by_folder(
-    runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "cmp"
-    assert main(["compare", *map(str, runs), "--out", str(out)]) == 0
-    # one line per run, each followed by its indented headline
-    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
-    assert [line.split(":")[0] for line in lines[1:4]] == [
-        "agnes-3.0-flash #1 (SIMULATION)",
-        "model-x (SIMULATION)",
-        "agnes-3.0-flash #2 (SIMULATION)",
-    ]
-    text = (out / "comparison.md").read_text(encoding="utf-8")
-    assert "| agnes-3.0-flash #1 (SIMULATION) | agnes-3.0-flash |" in text
-    # the folder is kept where it belongs: in the fingerprints, beside the name
-    assert "/runs/one` |" in text and "runs/one (SIMULATION)" not in text
-    assert "#### model-x (SIMULATION)" in text
-
-
-def test_labels_name_the_runs_everywhere(
-    runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "cmp"
-    labels = ["steady", "middle", "seed 9"]
-    argv = ["compare", *map(str, runs), "--out", str(out)]
-    assert main([*argv, *[a for label in labels for a in ("--label", label)]]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
-    assert lines[1].startswith("steady (SIMULATION) (agnes-3.0-flash): ")
-    assert lines[2].startswith("middle (SIMULATION) (model-x): ")
-    doc = from_json((out / "comparison.json").read_bytes())
-    assert [r.name for r in doc.runs] == labels
-    assert "| steady (SIMULATION) | agnes-3.0-flash |" in (out / "comparison.md").read_text()
-    assert main([*argv[:-1], str(tmp_path / "c2"), "--label", "only one"]) == 2
-    err = capsys.readouterr().err
-    assert "--label given 1 times for 3 runs" in err and not (tmp_path / "c2").exists()
-    with pytest.raises(NeedlepointError, match="each run needs its own label"):
-        run_names([object()] * 2, ["a", "a"])  # type: ignore[list-item]
-
-
-def test_a_comparison_json_without_names_reads_as_models(runs: list[Path], tmp_path: Path) -> None:
-    doc = compare_runs(runs[:2], tmp_path / "cmp", figures=False).document
-    old = dataclasses.replace(doc, runs=tuple(dataclasses.replace(r, name=None) for r in doc.runs))
-    data = to_json(old)
-    assert b'"name"' not in data  # written back as an older file had it
-    assert [r.shown for r in from_json(data).runs] == ["agnes-3.0-flash", "model-x"]
-
-
 def test_lenient_counts_only_where_they_differ(
     runs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,7 +67,7 @@ def test_lenient_counts_only_where_they_differ(
     text = comparison_markdown(doc)
     assert text.count("; lenient ") == 1
     drawn = _texts(monkeypatch)
-    plots.accuracy_panels(doc, tmp_path / "acc.png")
+    report.accuracy_panels(doc, tmp_path / "acc.png")
     bracketed = [t for t in drawn if "[" in t]
     assert bracketed == [f"{cell.correct}/{cell.valid} [{cell.correct + 1}]"]
 
@@ -129,11 +77,11 @@ def test_no_failures_is_one_sentence_with_no_zero_across_it(
 ) -> None:
     doc = compare_runs(runs, tmp_path / "cmp", figures=False).document
     drawn = _texts(monkeypatch)
-    plots.failures(doc, tmp_path / "f.png")
+    report.failures(doc, tmp_path / "f.png")
     assert drawn == ["no protocol failure and no unexecuted request in any run"]
     drawn.clear()
     some = dataclasses.replace(doc.runs[1], unexecuted=5)
-    plots.failures(dataclasses.replace(doc, runs=(doc.runs[0], some, doc.runs[2])), tmp_path / "g")
+    report.failures(dataclasses.replace(doc, runs=(doc.runs[0], some, doc.runs[2])), tmp_path / "g")
     assert drawn == ["  0", "  5", "  0"]
 
 
@@ -158,10 +106,10 @@ def test_forests_define_middle_loss(
 
     monkeypatch.setattr(Figure, "text", record)
     result = compare_runs(runs, tmp_path / "cmp", figures=False)
-    plots.forest(result.document, tmp_path / "forest.png")
+    report.forest(result.document, tmp_path / "forest.png")
     from needlepoint.analysis.document import analyze_run
 
     primary = analyze_run(runs[0], tmp_path / "a", figures=False).document.primary
-    analysis_plots.forest_plot(primary, tmp_path / "f2.png")
+    analysis_figures.forest_plot(primary, tmp_path / "f2.png")
     assert [n for n in notes if "middle loss =" in n] == [MIDDLE_LOSS_NOTE, MIDDLE_LOSS_NOTE]
     assert MIDDLE_LOSS_NOTE.startswith("middle loss = (B + E)/2 − M")

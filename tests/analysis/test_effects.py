@@ -1,24 +1,189 @@
-"""Each diagnostic table's rule at its own interface, on a handful of hand-made outcomes.
+"""Where the effect is, and the diagnostics: each rule at its boundary.
 
-Every row is compared whole, with the group, level and kind names a reader sees as literal text,
-so that a changed label, a shifted cut or a dropped filter shows up as a different row.
+Effects (Q1, B − M and E − M, accuracy by position) on the reference set; each diagnostic
+table's rule at its own interface, on a handful of hand-made outcomes, every row compared whole
+with the group, level and kind names a reader sees as literal text, so that a changed label, a
+shifted cut or a dropped filter shows up as a different row; and near names before the target
+against the frozen request text itself.
 """
 
 from __future__ import annotations
 
-import pytest
+import json
+from fractions import Fraction
 
-from needlepoint.analysis.diagnostics import (
+import pytest
+from support.analysis import analysis_params
+from support.results import make_input, make_prepared, middle_loss
+
+from needlepoint.analysis.effects import (
+    NO_CODE,
     _row,
     _what_it_names,
     accuracy_rows,
     diagnostics,
+    effect,
+    effects,
+    find,
     preceding_near_names,
     preceding_rows,
     wrong_kind_rows,
 )
-from needlepoint.analysis.inference import DiagnosticRow, PrecedingRow, WrongKindRow
-from needlepoint.analysis.inputs import Outcome
+from needlepoint.analysis.inputs import (
+    Outcome,
+)
+from needlepoint.analysis.primary import primary
+from needlepoint.analysis.record import DiagnosticRow, PrecedingRow, WrongKindRow
+from needlepoint.design.prepared import Prepared
+
+# === effects ===
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
+    return make_prepared(tmp_path_factory)
+
+
+def test_the_middle_loss_difference_row_is_the_preregistered_one(prepared: Prepared) -> None:
+    for spec in (None, middle_loss({"S1": ("high",), "S2": ("high", "low"), "S3/60": ("high",)})):
+        inp = make_input(prepared, spec)
+        pr = primary(inp).primary
+        row = find(effects(inp.outcomes, analysis_params()).measures, "middle loss", "high − low")
+        assert row.estimate_exact == pr.estimate_exact and row.cases == pr.complete_cases
+        assert pr.interval is not None
+        assert (row.lower_exact, row.upper_exact) == (
+            pr.interval.lower_exact,
+            pr.interval.upper_exact,
+        )
+
+
+def test_b_minus_m_and_e_minus_m_split_the_middle_loss(prepared: Prepared) -> None:
+    spec = middle_loss({"S1": ("high",), "S4": ("low",)})
+    b_or_e = [p.seq for p in prepared.plan if p.condition in ("B", "E")][::7]
+    inp = make_input(prepared, lambda p: "error:absent_code" if p.seq in b_or_e else spec(p))
+    rows = effects(inp.outcomes, analysis_params()).measures
+    for sim in ("low", "high", "high − low"):
+        for length in (None, 60, 240):
+            b, e = find(rows, "B − M", sim, length), find(rows, "E − M", sim, length)
+            ml = find(rows, "middle loss", sim, length)
+            assert (
+                Fraction(ml.estimate_exact)
+                == (Fraction(b.estimate_exact) + Fraction(e.estimate_exact)) / 2
+            )
+
+
+def test_per_length_rows_only_with_several_lengths(prepared: Prepared) -> None:
+    rows = effects(make_input(prepared).outcomes, analysis_params()).measures
+    assert {r.length for r in rows} == {None, 60, 240}
+    one = [o for o in make_input(prepared).outcomes if o.length == 60]
+    assert {r.length for r in effects(one, analysis_params()).measures} == {None}
+
+
+def test_an_estimate_from_one_case_an_interval_from_two() -> None:
+    p = analysis_params()
+    none = effect("accuracy", "low", 60, "B", [], 1, p)
+    assert (none.cases, none.estimate, none.lower) == (0, None, None)
+    one = effect("accuracy", "low", 60, "B", [1], 1, p)
+    assert (one.estimate, one.lower, one.upper) == (1.0, None, None)
+    two = effect("accuracy", "low", 60, "B", [1, 0], 1, p)
+    assert (two.estimate_exact, two.lower_exact, two.upper_exact) == ("1/2", "0", "1")
+
+
+def test_accuracy_by_position_counts_every_case_with_a_valid_answer(prepared: Prepared) -> None:
+    first_m = next(p.seq for p in prepared.plan if (p.condition, p.similarity) == ("M", "low"))
+    inp = make_input(prepared, {first_m: "failure:http_status"})
+    cell = next(
+        e
+        for e in effects(inp.outcomes, analysis_params()).positions
+        if (e.similarity, e.condition) == ("low", "M")
+        and e.length == next(p.length for p in prepared.plan if p.seq == first_m)
+    )
+    assert (cell.cases, cell.estimate_exact) == (7, "1")  # 7 valid of 8, all correct
+
+
+def test_accuracy_by_position_lists_only_the_conditions_that_ran(prepared: Prepared) -> None:
+    # A design without the control condition A: no position row may claim a cell for it.
+    inp = make_input(prepared, {})
+    without_a = [o for o in inp.outcomes if o.condition != "A"]
+    rows = effects(without_a, analysis_params()).positions
+    assert {r.condition for r in rows} == {"B", "M", "E"}
+
+
+# === diagnostics on the reference set ===
+
+
+def _user_text(body: bytes) -> str:
+    data = json.loads(body)
+    return data["prompt"] if "prompt" in data else data["messages"][1]["content"]
+
+
+def test_near_names_before_the_target_match_the_frozen_requests(prepared: Prepared) -> None:
+    for p in prepared.plan:
+        key = prepared.answer_key[p.seq]
+        if p.similarity != "high" or p.condition == "A":
+            continue
+        text = _user_text(prepared.bodies[p.seq])
+        records = text.split("\n")
+        target = next(i for i, r in enumerate(records) if key["target_code"] in r)
+        near = [i for i, r in enumerate(records) if any(n in r for n in key["near_names"])]
+        assert len(near) == 6
+        assert preceding_near_names(p.condition, p.length) == sum(i < target for i in near), p
+
+
+@pytest.mark.parametrize(("length", "middle"), [(12, 3), (13, 3), (60, 3), (240, 3), (23, 3)])
+def test_the_middle_has_half_the_slots_before_it(length: int, middle: int) -> None:
+    assert preceding_near_names("M", length) == middle
+    assert (preceding_near_names("B", length), preceding_near_names("E", length)) == (0, 6)
+
+
+def test_accuracy_by_block_position_half_and_session(prepared: Prepared) -> None:
+    first = {p.seq for p in prepared.plan if p.seq % 4 == 1}  # the first response of each block
+    inp = make_input(prepared, lambda p: "error:bad_format" if p.seq in first else "correct")
+    sessions = {p.seq: 1 if p.seq <= 40 else 2 for p in prepared.plan}
+    rows = {(r.group, r.level): r for r in accuracy_rows(inp.outcomes, sessions)}
+    assert rows[("position in block", "1")].correct == 0
+    assert rows[("position in block", "2")].accuracy == 1.0
+    assert [k for k in rows if k[0] == "position in block"] == [
+        ("position in block", str(k)) for k in range(1, 5)
+    ]
+    # B, M and E only: 96 answer-present responses, 48 in each half of the 128 seqs.
+    assert rows[("execution half", "first")].valid == 48
+    assert rows[("execution half", "second")].valid == 48
+    s1 = sum(1 for p in prepared.plan if p.seq <= 40 and p.condition != "A")
+    assert rows[("session", "1")].valid == s1 and rows[("session", "2")].valid == 96 - s1
+    none = diagnostics(inp.outcomes, None)
+    assert not any(r.group == "session" for r in none.accuracy)
+    assert none.notes == ("no sessions: a results table records none (analyse the run folder)",)
+
+
+def test_wrong_answers_by_the_kind_of_near_name_they_give(prepared: Prepared) -> None:
+    def spec(p) -> str:
+        if p.condition == "M" and p.case == "S1":
+            return "error:near_distractor_code"  # the code at slot 0
+        if p.condition == "E" and p.case == "S2":
+            return "error:bad_format"
+        return "correct"
+
+    inp = make_input(prepared, spec)
+    rows = wrong_kind_rows(inp.outcomes)
+    slot0 = {
+        p.similarity: prepared.answer_key[p.seq]["near_kinds"][0]
+        for p in prepared.plan
+        if (p.case, p.condition) == ("S1", "M")
+    }
+    assert slot0["low"] == "unrelated"
+    got = {(r.similarity, r.kind): (r.count, r.share) for r in rows}
+    assert got[("low", "unrelated")] == (2, 0.5)
+    assert got[("high", slot0["high"])] == (2, 0.5)
+    assert got[("low", NO_CODE)] == (2, 0.5)
+    high = {r.condition: r for r in preceding_rows(inp.outcomes) if r.length == 60}
+    assert (high["M"].preceding, high["M"].wrong, high["M"].near) == (3, 1, 1)
+    assert (high["E"].preceding, high["E"].wrong, high["E"].near) == (6, 1, 0)
+    assert (high["B"].preceding, high["B"].valid) == (0, 8)
+
+
+# === each diagnostic table at its own interface ===
+
 
 NO_SESSIONS = "no sessions: a results table records none (analyse the run folder)"
 

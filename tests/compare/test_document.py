@@ -1,7 +1,11 @@
-"""`needlepoint compare`: each run's numbers are its own analysis, and every refusal is one line."""
+"""`needlepoint compare`: each run's numbers are its own analysis, and every refusal is one line.
+
+Runs are named by model, or by the user's ``--label``, never by a path relative to ``--out``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -12,12 +16,15 @@ from support.runner import KEY_ENV, MODEL, SENTINEL
 
 from needlepoint.analysis.document import analyze_run
 from needlepoint.cli.app import main
-from needlepoint.compare.document import compare_runs
+from needlepoint.compare.document import compare_runs, run_names
 from needlepoint.compare.record import MIXED_LABEL, from_json, read_comparison, to_json
 from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
+
+# === the comparison ===
+
 
 BANNER = "SIMULATION — not a model result"
 
@@ -261,3 +268,73 @@ def test_the_simulated_middle_loss_variant_shows_a_clear_q1_middle_loss() -> Non
     steady = next(r for r in doc.runs if r.model == "sim-steady")
     row = next(r for r in steady.middle_loss if (r.similarity, r.length) == ("high", None))
     assert row.lower is not None and row.lower <= 0  # the steady model shows none
+
+
+# === how runs are named ===
+
+
+def _simulate(prepared: Path, run_dir: Path, **params: float) -> Path:
+    options = RunOptions(
+        allow=128, simulate="position", sim_params=params or None, progress="off", fsync=False
+    )
+    run_protocol(prepared, run_dir, options)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("names")
+    base = prepare(root / "prepared")
+    variant = prepare(root / "prepared-x", model="model-x")
+    return [
+        _simulate(base, root / "runs" / "one"),
+        _simulate(variant, root / "runs" / "two", p_middle=0.5),
+        _simulate(base, root / "runs" / "three", seed=9),
+    ]
+
+
+def test_runs_are_named_by_model_made_unique_never_by_folder(
+    runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp"
+    assert main(["compare", *map(str, runs), "--out", str(out)]) == 0
+    # one line per run, each followed by its indented headline
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert [line.split(":")[0] for line in lines[1:4]] == [
+        "agnes-3.0-flash #1 (SIMULATION)",
+        "model-x (SIMULATION)",
+        "agnes-3.0-flash #2 (SIMULATION)",
+    ]
+    text = (out / "comparison.md").read_text(encoding="utf-8")
+    assert "| agnes-3.0-flash #1 (SIMULATION) | agnes-3.0-flash |" in text
+    # the folder is kept where it belongs: in the fingerprints, beside the name
+    assert "/runs/one` |" in text and "runs/one (SIMULATION)" not in text
+    assert "#### model-x (SIMULATION)" in text
+
+
+def test_labels_name_the_runs_everywhere(
+    runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp"
+    labels = ["steady", "middle", "seed 9"]
+    argv = ["compare", *map(str, runs), "--out", str(out)]
+    assert main([*argv, *[a for label in labels for a in ("--label", label)]]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert lines[1].startswith("steady (SIMULATION) (agnes-3.0-flash): ")
+    assert lines[2].startswith("middle (SIMULATION) (model-x): ")
+    doc = from_json((out / "comparison.json").read_bytes())
+    assert [r.name for r in doc.runs] == labels
+    assert "| steady (SIMULATION) | agnes-3.0-flash |" in (out / "comparison.md").read_text()
+    assert main([*argv[:-1], str(tmp_path / "c2"), "--label", "only one"]) == 2
+    err = capsys.readouterr().err
+    assert "--label given 1 times for 3 runs" in err and not (tmp_path / "c2").exists()
+    with pytest.raises(NeedlepointError, match="each run needs its own label"):
+        run_names([object()] * 2, ["a", "a"])  # type: ignore[list-item]
+
+
+def test_a_comparison_json_without_names_reads_as_models(runs: list[Path], tmp_path: Path) -> None:
+    doc = compare_runs(runs[:2], tmp_path / "cmp", figures=False).document
+    old = dataclasses.replace(doc, runs=tuple(dataclasses.replace(r, name=None) for r in doc.runs))
+    data = to_json(old)
+    assert b'"name"' not in data  # written back as an older file had it
+    assert [r.shown for r in from_json(data).runs] == ["agnes-3.0-flash", "model-x"]

@@ -1,11 +1,22 @@
-"""What the reader is told, one function at a time, at each function's interface."""
+"""What the reader is told, one function at a time, at each function's interface.
+
+summary.md has one builder: `needlepoint analyze` and the analysis notebook write the same
+bytes for the same run (the study record passes its lines down; where the command finds no
+evidence root it says so on the terminal and writes what the notebook writes).
+"""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
-from needlepoint.analysis.decision import NOT_EVALUABLE, NOT_SUPPORTED
-from needlepoint.analysis.headline import (
+import pytest
+
+from needlepoint.analysis.primary import NOT_EVALUABLE, NOT_SUPPORTED
+from needlepoint.analysis.record import Effect, LengthSize
+from needlepoint.analysis.report import (
     effect_rows,
     facts_line,
     interval_text,
@@ -14,9 +25,16 @@ from needlepoint.analysis.headline import (
     q1_reading,
     q2_lines,
     q2_reading,
+    record_lines,
     size_text,
+    study_record_section,
 )
-from needlepoint.analysis.inference import Effect, LengthSize
+from needlepoint.cli import main
+from needlepoint.design.prepared import prepare
+from needlepoint.run.options import RunOptions
+from needlepoint.run.runner import run_protocol
+from needlepoint.study.declare import declare
+from needlepoint.study.record import NOT_SEARCHED
 
 
 def _effect(**fields: object) -> Effect:
@@ -162,3 +180,67 @@ def test_q2_lines_show_no_value_without_both_estimate_and_interval() -> None:
         assert q2_lines(SimpleNamespace(primary=p))[1] == (
             "  —: NOT EVALUABLE. Too few complete cases to answer (R)."
         )
+
+
+# === summary.md has one builder: the command and the notebook write the same bytes ===========
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "04-analysis.ipynb"
+
+
+@pytest.fixture(scope="module")
+def declared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A declared simulated run, with its prepared folder, where no evidence root holds it."""
+    root = tmp_path_factory.mktemp("lab")
+    prepare(root / "prepared")
+    plan = root / "plan.md"
+    plan.write_text("# Plan\n\nOne run.\n", encoding="utf-8")
+    declare(plan, root / "declaration.json", root)
+    options = RunOptions(
+        allow=128,
+        simulate="position",
+        progress="off",
+        fsync=False,
+        declaration=str(root / "declaration.json"),
+    )
+    run_protocol(root / "prepared", root / "run", options)
+    return root
+
+
+def _written(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_the_command_and_the_notebook_write_the_same_files_for_the_same_run(
+    declared: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(declared)
+    monkeypatch.delenv("NEEDLEPOINT_OUTPUT_ROOT", raising=False)
+    assert main(["analyze", "run", "--out", "analysis"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2] == NOT_SEARCHED  # said, never written
+    by_command = _written(declared / "analysis")
+    shutil.rmtree(declared / "analysis")
+    # The notebook's own code: its parameters cell, then the cell that analyses the run.
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    assert "analyze_run(" in code[1]
+    namespace: dict[str, object] = {}
+    for source in code[:2]:
+        exec(source, namespace)
+    by_notebook = _written(declared / "analysis")
+    summary = by_command["summary.md"].decode("utf-8")
+    assert "## The study record\n\nDeclaration chain of `run` (oldest first):" in summary
+    assert "- declaration `../declaration.json`" in summary
+    assert set(by_notebook) == set(by_command) and "analysis.json" in by_command
+    assert by_notebook == by_command
+
+
+def test_without_a_declaration_the_study_record_section_is_left_out(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("{}", encoding="utf-8")
+    assert record_lines([run], tmp_path) == []
+    assert record_lines([run], tmp_path, shown=["r"], undeclared=True) == [
+        "`r` was started without a declaration."
+    ]
+    assert study_record_section([]) == []
+    assert study_record_section(["x"]) == ["## The study record", "", "x", ""]
