@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.analysis.document import analyze_run
-from needlepoint.analysis.sensitivity import sensitivity_lines
+from needlepoint.analysis.power import sensitivity_lines
 from needlepoint.compare.document import compare_runs
 from needlepoint.compare.simulated import simulate_variants
 from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
