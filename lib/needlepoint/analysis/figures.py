@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -118,12 +118,51 @@ STATUS_LABELS = {
 }
 
 
+def accuracy_panel(
+    ax: Any,
+    cells: Sequence[Any],
+    conds: Sequence[str],
+    lengths: Sequence[int],
+    label: Callable[[Any], str],
+    fontsize: float,
+) -> Any:
+    """One panel of correct / valid by position × length: each cell's accuracy as its colour
+    and ``label(cell)`` on it (dark on light cells and where none is valid). The image, for a
+    colour bar."""
+    import numpy as np
+
+    grid = np.full((len(conds), len(lengths)), np.nan)
+    for c in cells:
+        if c.accuracy is not None:
+            grid[conds.index(c.condition), lengths.index(c.length)] = c.accuracy
+    image = ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    for c in cells:
+        dark = c.accuracy is not None and c.accuracy > 0.55
+        ax.text(
+            lengths.index(c.length),
+            conds.index(c.condition),
+            label(c),
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color="black" if dark or not c.valid else "white",
+        )
+    return image
+
+
+def _cell_text(c: AccuracyCell) -> str:
+    text = (
+        f"{c.correct}/{c.valid}\n{100 * c.accuracy:.0f}%"
+        if c.valid and c.accuracy is not None
+        else "no valid\nresponse"
+    )
+    return text + (f"\n+{c.not_valid} not valid" if c.not_valid else "")
+
+
 def accuracy_heatmap(
     cells: Sequence[AccuracyCell], path: str | Path, simulation: bool = False
 ) -> Path:
     """Accuracy by position × length, one panel per similarity, with n on every cell."""
-    import numpy as np
-
     sims = list(dict.fromkeys(c.similarity for c in cells))
     lengths = sorted({c.length for c in cells})
     conds = list(dict.fromkeys(c.condition for c in cells))
@@ -134,32 +173,8 @@ def accuracy_heatmap(
         axes = fig.subplots(1, len(sims), squeeze=False, sharey=True)[0]
         image = None
         for ax, sim in zip(axes, sims, strict=True):
-            grid = np.full((len(conds), len(lengths)), np.nan)
-            for c in cells:
-                if c.similarity == sim and c.accuracy is not None:
-                    grid[conds.index(c.condition), lengths.index(c.length)] = c.accuracy
-            image = ax.imshow(
-                np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto"
-            )
-            for c in (c for c in cells if c.similarity == sim):
-                i, j = conds.index(c.condition), lengths.index(c.length)
-                text = (
-                    f"{c.correct}/{c.valid}\n{100 * c.accuracy:.0f}%"
-                    if c.valid and c.accuracy is not None
-                    else "no valid\nresponse"
-                )
-                if c.not_valid:
-                    text += f"\n+{c.not_valid} not valid"
-                dark = c.accuracy is not None and c.accuracy > 0.55
-                ax.text(
-                    j,
-                    i,
-                    text,
-                    ha="center",
-                    va="center",
-                    fontsize=9,
-                    color="black" if dark else "white" if c.valid else "black",
-                )
+            mine = [c for c in cells if c.similarity == sim]
+            image = accuracy_panel(ax, mine, conds, lengths, _cell_text, 9)
             ax.set_xticks(range(len(lengths)), [f"{n} records" for n in lengths])
             ax.set_yticks(range(len(conds)), [CONDITION_LABELS.get(c, c) for c in conds])
             ax.set_title(f"{sim} similarity")

@@ -17,6 +17,7 @@ from typing import Any
 from needlepoint.analysis.figures import (
     CONDITION_LABELS,
     MIDDLE_LOSS_NOTE,
+    accuracy_panel,
     add_note,
     difference_limits,
     stable_figure,
@@ -284,11 +285,16 @@ def forest(doc: ComparisonDocument, path: str | Path) -> Path:
     return Path(path)
 
 
+def _cell_text(c: ComparedCell) -> str:
+    # the exploratory lenient count only where it says something new
+    lenient = f" [{c.lenient_correct}]" if c.lenient_correct != c.correct else ""
+    text = f"{c.correct}/{c.valid}{lenient}" if c.valid else "none valid"
+    return text + (f" +{c.not_valid}" if c.not_valid else "")
+
+
 def accuracy_panels(doc: ComparisonDocument, path: str | Path) -> Path:
     """Small multiples: strict accuracy by position × length, one row per run, one column per
     similarity, with correct/valid (and the lenient count, exploratory) on every cell."""
-    import numpy as np
-
     runs = doc.runs
     first = runs[0].accuracy
     sims = list(dict.fromkeys(c.similarity for c in first))
@@ -304,30 +310,8 @@ def accuracy_panels(doc: ComparisonDocument, path: str | Path) -> Path:
         for row, run in enumerate(runs):
             for col, sim in enumerate(sims):
                 ax = axes[row][col]
-                grid = np.full((len(conds), len(lengths)), np.nan)
                 cells = [c for c in run.accuracy if c.similarity == sim]
-                for c in cells:
-                    if c.accuracy is not None:
-                        grid[conds.index(c.condition), lengths.index(c.length)] = c.accuracy
-                image = ax.imshow(
-                    np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis", aspect="auto"
-                )
-                for c in cells:
-                    # the exploratory lenient count only where it says something new
-                    lenient = f" [{c.lenient_correct}]" if c.lenient_correct != c.correct else ""
-                    text = f"{c.correct}/{c.valid}{lenient}" if c.valid else "none valid"
-                    if c.not_valid:
-                        text += f" +{c.not_valid}"
-                    dark = c.accuracy is not None and c.accuracy > 0.55
-                    ax.text(
-                        lengths.index(c.length),
-                        conds.index(c.condition),
-                        text,
-                        ha="center",
-                        va="center",
-                        fontsize=7.5,
-                        color="black" if dark or not c.valid else "white",
-                    )
+                image = accuracy_panel(ax, cells, conds, lengths, _cell_text, 7.5)
                 last = row == len(runs) - 1
                 ax.set_xticks(
                     range(len(lengths)), [f"{n} records" if last else "" for n in lengths]
