@@ -58,6 +58,8 @@ from needlepoint.safeio import open_read
 _INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens", "reasoning_tokens")
 _FLOAT_FIELDS = ("latency_s", "cost")
 _HEX = frozenset("0123456789abcdef")
+# What an outcome takes from its row of the prepared plan.
+_PLANNED = ("block", "pair", "case", "length", "similarity", "condition", "order")
 
 
 @dataclass(frozen=True)
@@ -203,13 +205,7 @@ def validate_rows(
         outcomes.append(
             Outcome(
                 seq=seq,
-                block=planned.block,
-                pair=planned.pair,
-                case=planned.case,
-                length=planned.length,
-                similarity=planned.similarity,
-                condition=planned.condition,
-                order=planned.order,
+                **{f: getattr(planned, f) for f in _PLANNED},
                 status=row["status"],
                 kind=row["kind"],
                 **numbers,
