@@ -35,6 +35,7 @@ from needlepoint.analysis.bootstrap import (
     integer_sum_weights,
     inverse_cdf_index,
     percentile_interval,
+    resample_indices,
     tail_probabilities,
 )
 
@@ -533,3 +534,10 @@ def test_the_exact_lower_bound_can_lie_above_the_lowest_sum() -> None:
     assert r == (4, Fraction(1, 2), Fraction(1, 6), Fraction(5, 6), "exact")
     shifted = interval([-3, -2, -1, 0], 3, analysis_params())
     assert (shifted[2], shifted[3]) == (Fraction(-5, 6), Fraction(-1, 6))
+
+
+def test_the_monte_carlo_draw_is_uint32_indices_of_scipys_stream() -> None:
+    # uint32 halves the memory of scipy's int64 indices and draws the very same stream.
+    drawn = resample_indices(7, 50, 3)
+    assert drawn.dtype == np.uint32 and drawn.shape == (50, 7)
+    np.testing.assert_array_equal(drawn, np.random.default_rng(3).integers(0, 7, (50, 7)))
