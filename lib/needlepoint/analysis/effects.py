@@ -120,6 +120,7 @@ def find(rows: Iterable[Effect], measure: str, sim: str, length: int | None = No
 # --- diagnostics ---------------------------------------------------------------------------------
 
 
+PRESENT = POSITIONS  # the answer-present conditions
 NEAR_KINDS = ("substitution", "swap", "qualifier", "unrelated")
 OTHER_KINDS = {
     "other_present_code": "another code of the request",
@@ -156,7 +157,7 @@ def accuracy_rows(
     position = {
         o.seq: i for b in blocks.values() for i, o in enumerate(sorted(b, key=lambda o: o.seq), 1)
     }
-    present = [o for o in outcomes if o.condition in POSITIONS]
+    present = [o for o in outcomes if o.condition in PRESENT]
     width = max((len(b) for b in blocks.values()), default=0)
     rows = [
         _row("position in block", str(k), [o for o in present if position[o.seq] == k])
@@ -184,11 +185,11 @@ def wrong_kind_rows(outcomes: Sequence[Outcome]) -> tuple[WrongKindRow, ...]:
     """Wrong B, M, E answers by what they name, per similarity, with their share."""
     rows = []
     order = (*NEAR_KINDS, *OTHER_KINDS.values(), NO_CODE)
-    for sim in SIMILARITIES:
+    for sim in ("low", "high"):
         wrong = [
             o
             for o in outcomes
-            if o.similarity == sim and o.condition in POSITIONS and o.status == "error"
+            if o.similarity == sim and o.condition in PRESENT and o.status == "error"
         ]
         counts = Counter(_what_it_names(o) for o in wrong)
         rows += [
@@ -203,7 +204,7 @@ def preceding_rows(outcomes: Sequence[Outcome]) -> tuple[PrecedingRow, ...]:
     """High-similarity B, M, E answers by the number of near names before the target."""
     rows = []
     for length in sorted({o.length for o in outcomes}):
-        for cond in POSITIONS:
+        for cond in PRESENT:
             cell = [
                 o
                 for o in outcomes

@@ -264,7 +264,7 @@ def completeness(outcomes: Sequence[Outcome]) -> BlockCheck:
             f"{sim} block: {', '.join(block_problems[(case, length, sim)])}"
             if sim in sims
             else f"{sim} block not planned"
-            for sim in SIMILARITIES
+            for sim in ("low", "high")
             if sim not in sims or block_problems[(case, length, sim)]
         ]
     case_problems = {
@@ -376,7 +376,7 @@ def position_bounds(by_sim: dict[str, list[Outcome]], floor: bool, scope: str = 
     """
     bounded = []
     for sim, rows in by_sim.items():
-        for cond in POSITIONS:
+        for cond in ("B", "M", "E"):
             cell = [o for o in rows if o.condition == cond]
             hits = sum(o.status == "correct" for o in cell)
             if cell and hits in (0, len(cell)) and not (floor and hits == 0 and cond != "M"):

@@ -51,7 +51,6 @@ from needlepoint.analysis.primary import (
     MEASURES,
     NOT_EVALUABLE,
     POSITIONS,
-    SIMILARITIES,
     SUPPORTED,
     Cell,
     decide,
@@ -81,7 +80,7 @@ def raises_difference(o: Outcome) -> bool:
     B and E raise the middle loss, M lowers it; high similarity counts plus, low minus. A does
     not enter the metric, so either value serves; it is scored correct.
     """
-    if o.condition not in POSITIONS:
+    if o.condition not in ("B", "M", "E"):
         return True
     return (o.similarity == "high") == (o.condition in ("B", "E"))
 
@@ -338,7 +337,7 @@ def _design(
     score: dict[Cell, int], cases: Sequence[str], lengths: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple[str, int, str]]]:
     """Outcomes, cell indicators, case groups and the contrast vector, one row per answer."""
-    cells = [(sim, n, pos) for sim in SIMILARITIES for n in lengths for pos in POSITIONS]
+    cells = [(sim, n, pos) for sim in ("low", "high") for n in lengths for pos in POSITIONS]
     rows = [(c, cell) for c in cases for cell in cells]
     y = np.array([score[(c, n, sim, pos)] for c, (sim, n, pos) in rows], dtype=np.float64)
     x = np.zeros((len(rows), len(cells)))
