@@ -62,7 +62,7 @@ ALLOWED = {
     ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
     ("run.sweep", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.inputs", "run_context", "records"): "raw journal lines",
-    ("analysis.secondary", "rate_of", "return"): "rate fields, spread into the record that has them",
+    ("analysis.secondary", "rate_of", "return"): "rate fields, spread into a record that has them",
     ("analysis.inputs", "sessions_by_seq", "records"): "raw journal lines",
     ("analysis.secondary", "rate_of", "return"): "rate fields, spread into a record that has them",
 }
