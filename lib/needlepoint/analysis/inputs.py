@@ -27,7 +27,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -58,8 +58,6 @@ from needlepoint.safeio import open_read
 _INT_FIELDS = ("http_status", "prompt_tokens", "completion_tokens", "reasoning_tokens")
 _FLOAT_FIELDS = ("latency_s", "cost")
 _HEX = frozenset("0123456789abcdef")
-# What an outcome takes from its row of the prepared plan.
-_PLANNED = ("block", "pair", "case", "length", "similarity", "condition", "order")
 
 
 @dataclass(frozen=True)
@@ -204,8 +202,7 @@ def validate_rows(
         numbers |= {f: _parse_number(row[f], float, where, f) for f in _FLOAT_FIELDS}
         outcomes.append(
             Outcome(
-                seq=seq,
-                **{f: getattr(planned, f) for f in _PLANNED},
+                **{f.name: getattr(planned, f.name) for f in fields(PlanCell)},
                 status=row["status"],
                 kind=row["kind"],
                 **numbers,
