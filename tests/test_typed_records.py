@@ -64,7 +64,6 @@ ALLOWED = {
     ("analysis.inputs", "run_context", "records"): "raw journal lines",
     ("analysis.secondary", "rate_of", "return"): "rate fields, spread into a record that has them",
     ("analysis.inputs", "sessions_by_seq", "records"): "raw journal lines",
-    ("analysis.secondary", "rate_of", "return"): "rate fields, spread into a record that has them",
 }
 
 
