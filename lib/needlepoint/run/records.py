@@ -22,14 +22,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.schema import Fields, is_int
 from needlepoint.jsonio import canonical_bytes
 from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.interpret import cost_of, parse_response, reasoning_tokens
 from needlepoint.run.scoring import STATUSES, Classification, classify, classify_safely
 from needlepoint.run.simulate import PositionParams
 from needlepoint.run.transport import Exchange
-from needlepoint.schema import hints, plain_without_absent, record_with_absent
+from needlepoint.schema import Fields, hints, is_int, plain_without_absent, record_with_absent
 
 RUN_FORMAT = 1
 RUN_KIND = "needlepoint-run"

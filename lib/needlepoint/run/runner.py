@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import needlepoint
-from needlepoint.design.protocol import design_fingerprint
 from needlepoint.design.profiles import ENDPOINTS, body_profile
+from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run import folder as run_folder
