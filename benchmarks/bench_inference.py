@@ -49,7 +49,7 @@ TIMER = textwrap.dedent(
 def make_run(root: Path) -> Path:
     """A simulated 128-request run of the reference protocol (the pipeline's own default)."""
     from needlepoint.design.prepared import prepare
-    from needlepoint.run.modes import run_step
+    from needlepoint.notebook.steps import run_step
 
     prepare(root / "prepared")
     run_step(root / "prepared", root / "run", transport="simulate", allow=128, progress="off")

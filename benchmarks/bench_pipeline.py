@@ -25,16 +25,20 @@ from typing import Any
 from needlepoint.analysis.document import analyze_run
 from needlepoint.analysis.power import sensitivity_lines
 from needlepoint.compare.document import compare_runs
-from needlepoint.compare.simulated import simulate_variants
 from needlepoint.contamination import build_report, build_synthetic_workspace, write_report
-from needlepoint.design import views as dv
 from needlepoint.design.audit import audit_prepared
 from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.design.verify import verify_prepared
+from needlepoint.notebook import views as dv
 from needlepoint.notebook.pipeline import NOTEBOOKS, run_pipeline
+from needlepoint.notebook.steps import (
+    calibrate_step,
+    figures_step,
+    pilot_step,
+    run_step,
+    simulate_variants,
+)
 from needlepoint.pilot.calibrate import CalibrationOptions
-from needlepoint.pilot.steps import calibrate_step, figures_step, pilot_step
-from needlepoint.run.modes import run_step
 from needlepoint.run.results import journal_summary, write_results
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"

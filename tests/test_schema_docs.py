@@ -15,7 +15,7 @@ import pytest
 
 from needlepoint.analysis import record
 from needlepoint.compare import record as compare_record
-from needlepoint.pilot import calibration_record, stats
+from needlepoint.pilot import calibrate, stats
 from needlepoint.pilot import record as pilot_record
 from needlepoint.run import declaration, records, sweep
 
@@ -60,7 +60,7 @@ def test_documented_fields_equal_the_record(key: tuple[str, str]) -> None:
 def test_every_record_is_documented() -> None:
     names = {name for name, _ in DOCUMENTED}
     modules = (record, records, compare_record, sweep, declaration)
-    for module in (*modules, pilot_record, calibration_record, stats):
+    for module in (*modules, pilot_record, calibrate, stats):
         found = {
             n
             for n, obj in vars(module).items()
@@ -71,8 +71,9 @@ def test_every_record_is_documented() -> None:
         # Declared is a declaration file read back (its path, SHA-256 and record). Limits are
         # the first eight fields of SessionRecord; a SweepRun is documented by its keys
         # (SWEEP_KEYS). The rest live in memory only: what the journal's fold keeps of a line
-        # (the lines themselves: runner.md), a sweep's ends and progress, an audit's findings.
-        in_memory = {"Decision", "PlannedRun", "Declared", "Limits", "SweepRun"}
+        # (the lines themselves: runner.md), a sweep's ends and progress, an audit's findings,
+        # and a Calibration: its CalibrationRecord beside the new protocol, each written alone.
+        in_memory = {"Decision", "PlannedRun", "Declared", "Limits", "SweepRun", "Calibration"}
         in_memory |= {"AttemptRecord", "StopRecord", "OutcomeSummary", "DeclarationFindings"}
         in_memory |= {"RunEnd", "SweepSummary", "JournalTail"}
         assert found - in_memory <= names, found - names
@@ -95,16 +96,14 @@ def test_the_versions_stated_are_the_ones_written() -> None:
     assert comparison in text
     assert f'`"{sweep.SWEEP_FORMAT}"`, `{sweep.SWEEP_VERSION}`' in text
     pilot = f'`"{pilot_record.PILOT_FORMAT}"`, `{pilot_record.PILOT_VERSION}`'
-    calibration = (
-        f'`"{calibration_record.CALIBRATION_FORMAT}"`, `{calibration_record.CALIBRATION_VERSION}`'
-    )
+    calibration = f'`"{calibrate.CALIBRATION_FORMAT}"`, `{calibrate.CALIBRATION_VERSION}`'
     assert pilot in text and calibration in text
 
 
 def test_the_power_row_has_the_power_columns() -> None:
     from needlepoint.analysis.power import POWER_COLUMNS
 
-    assert fields_of("PowerRow", "needlepoint.pilot.calibration_record") == list(POWER_COLUMNS)
+    assert fields_of("PowerRow", "needlepoint.pilot.calibrate") == list(POWER_COLUMNS)
 
 
 def test_architecture_links_the_schema_page() -> None:

@@ -59,7 +59,6 @@ ALLOWED = {
     ("run.records", "AttemptRecord.sent", "return"): "an entry of context_manifest.json's sent",
     ("run.records", "StopRecord.of", "record"): "a raw journal line",
     ("run.records", "Limits.limits", "return"): "the Limits fields as keyword arguments",
-    ("run.modes", "run_step", "run_meta"): "free-form facts kept verbatim in run.json extra",
     ("run.sweep", "SweepRun.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.inputs", "run_context", "records"): "raw journal lines",
     ("analysis.secondary", "rate_of", "return"): "rate fields, spread into a record that has them",

@@ -213,7 +213,7 @@ def test_reading_refuses_other_versions_and_bad_intervals(
 
 
 def test_simulated_variants_share_the_design(tmp_path: Path) -> None:
-    from needlepoint.compare.simulated import simulate_variants
+    from needlepoint.notebook.steps import simulate_variants
 
     runs = [tmp_path / "runs" / "x", tmp_path / "runs" / "y"]
     profiles = [

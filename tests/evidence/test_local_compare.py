@@ -23,8 +23,8 @@ from needlepoint.compare.document import compare_runs
 from needlepoint.design.prepared import load_prepared
 from needlepoint.jsonio import read_json
 from needlepoint.local.compare import attempted
-from needlepoint.local.compare_effects import readme_sections
-from needlepoint.local.compare_files import MARKER, Entrant, Layout, readme_text
+from needlepoint.local.compare import readme_sections
+from needlepoint.local.compare import MARKER, Entrant, Layout, readme_text
 from needlepoint.run.audit import audit_run
 from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive
 
@@ -98,7 +98,7 @@ def test_the_readme_says_what_the_gemma_difference_is_made_of(copy) -> None:
 
 def test_the_v4_runs_are_on_the_record_beside_v5() -> None:
     from needlepoint.study.registry import collect
-    from needlepoint.study.registry_lines import registry_lines
+    from needlepoint.study.registry import registry_lines
 
     for key in ("gemma3", "smollm2"):
         report = audit_run(V4 / "runs" / key)

@@ -22,7 +22,7 @@ from needlepoint.cli import main
 from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.local import compare
-from needlepoint.local.compare_files import MARKER, Layout, evidence_folder
+from needlepoint.local.compare import MARKER, Layout, evidence_folder
 from needlepoint.local.model import model_spec
 from needlepoint.run import runner as run_session
 from needlepoint.run.audit import audit_run
@@ -76,7 +76,7 @@ class Loopbacks:
     def timed_timeout(
         self, prepared_dir: Path, server: FakeServer, report: Any, floor_s: float
     ) -> dict[str, Any]:
-        from needlepoint.local.tokens import local_timeout
+        from needlepoint.local.server import local_timeout
 
         return local_timeout(floor_s, {"seq": 1, "prompt_tokens": 300, "seconds": 100.2})
 
@@ -281,7 +281,7 @@ def test_the_consecutive_failure_rule_never_ends_a_run_of_this_design(tmp_path, 
 
 
 def test_notebooks_get_only_declared_parameters_and_relative_paths(tmp_path):
-    from needlepoint.local.compare_notebooks import notebook_plan
+    from needlepoint.local.compare import notebook_plan
     from needlepoint.notebook.pipeline import plan_parameters
 
     layout = Layout(tmp_path / "evidence" / f"{DATE}-cmp")

@@ -171,7 +171,7 @@ def test_completions_honour_stop(server):
 @live
 def test_completion_variant_runs_end_to_end(server, tmp_path, monkeypatch):
     from needlepoint.design.prepared import prepare
-    from needlepoint.local.tokens import check_token_counts
+    from needlepoint.local.server import check_token_counts
     from needlepoint.run.audit import audit_run
     from needlepoint.run.options import RunOptions
     from needlepoint.run.runner import run_protocol

@@ -20,8 +20,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.local import model as localmodel
 from needlepoint.local import server as localserver
 from needlepoint.local.model import PackagedModel
-from needlepoint.local.server import Server
-from needlepoint.local.tokens import TOKEN_COUNTS_FILE, _slope, require_token_counts
+from needlepoint.local.server import TOKEN_COUNTS_FILE, Server, _slope, require_token_counts
 
 
 def _missing_local_extra() -> str | None:
@@ -193,7 +192,7 @@ def test_mini_protocol_token_counts_match_real_usage(server, tmp_path):
     import httpx
 
     from needlepoint.design.prepared import load_prepared
-    from needlepoint.local.tokens import check_token_counts
+    from needlepoint.local.server import check_token_counts
 
     prepared = _mini_prepared(tmp_path, max_tokens=24)
     report = check_token_counts(prepared, server)
@@ -220,7 +219,7 @@ def test_mini_protocol_token_counts_match_real_usage(server, tmp_path):
 
 @live
 def test_request_that_would_not_fit_is_a_preparation_error(server, tmp_path):
-    from needlepoint.local.tokens import check_token_counts
+    from needlepoint.local.server import check_token_counts
 
     prepared = _mini_prepared(tmp_path, max_tokens=MINI_N_CTX - 100)
     with pytest.raises(NeedlepointError, match=r"32 of 32 requests do not fit n_ctx 1024"):

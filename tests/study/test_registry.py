@@ -15,9 +15,7 @@ from support.fuzz import run_cli
 from needlepoint.design.prepared import prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
-from needlepoint.study.registry import agreement, collect
-from needlepoint.study.registry_lines import registry_lines
-from needlepoint.study.runs import read_entry
+from needlepoint.study.registry import agreement, collect, read_entry, registry_lines
 
 
 def _run(prepared: Path, run: Path, allow: int, simulate: str = "perfect", **params) -> None:

@@ -104,9 +104,8 @@ def report_pilot(out: str, result: Any) -> int:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
-    from needlepoint.pilot.files import check_new, write_protocol, write_report
     from needlepoint.pilot.record import read_pilot_record
-    from needlepoint.pilot.report import calibration_lines
+    from needlepoint.pilot.report import calibration_lines, check_new, write_protocol, write_report
     from needlepoint.study.fresh import check_version, records_for
     from needlepoint.study.record import chain_record, evidence_root
 
@@ -147,7 +146,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         write_report(result.record, args.report)
         print(f"wrote {args.report}")
     if args.figures:
-        from needlepoint.pilot.steps import write_figures
+        from needlepoint.notebook.steps import write_figures
 
         folder = args.figures.rstrip("/")
         names = write_figures(args.pilot_dir, result, folder)
@@ -180,7 +179,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the pilot and calibrate sub-commands."""
     from needlepoint.cli import args as types
     from needlepoint.design.schema import MAX_REQUESTS
-    from needlepoint.pilot.calibration_limits import MAX_SEARCH_CASES, MAX_SIMULATIONS
+    from needlepoint.pilot.options import MAX_SEARCH_CASES, MAX_SIMULATIONS
 
     p = sub.add_parser(
         "pilot",

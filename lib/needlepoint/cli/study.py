@@ -29,8 +29,7 @@ def _cmd_declare(args: argparse.Namespace) -> int:
 
 
 def _cmd_registry(args: argparse.Namespace) -> int:
-    from needlepoint.study.registry import collect
-    from needlepoint.study.registry_lines import registry_lines
+    from needlepoint.study.registry import collect, registry_lines
 
     reg = collect(args.root, history=args.history)
     for line in registry_lines(reg):

@@ -1,1 +1,1 @@
-"""Notebook support: the papermill pipeline, output redirection and reproducible display."""
+"""Notebooks: the papermill pipeline, where they write, and every notebook's steps and views."""

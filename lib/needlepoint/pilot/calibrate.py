@@ -14,6 +14,19 @@ The rules (docs/pilot.md) are fixed before the pilot is read:
    ``max_cases`` (and ``max_requests`` planned requests, when given), whose simulated power at
    ``effect`` reaches ``target_power`` while the mean number of complete cases is at least
    ``complete_margin`` × the analysis minimum.
+
+The calibration record: the ``rationale`` of a calibrated protocol, and `calibrate --report`.
+
+It says which pilot the version was calibrated on (by its journal fingerprint), what the pilot
+measured per length, which rule chose the lengths, the power model fed with the pilot's
+accuracies, the power table of the case-count search and the recommendation. docs/schema.md
+states every field.
+
+The pilot's rates as a power model, and the largest effect they allow (calibration rule 2).
+
+The pilot's accuracies are taken per similarity, never as one end accuracy pooled over both:
+pooling a ceiling under low similarity with a floor under high hides that the design cannot
+show a large added middle loss at all.
 """
 
 from __future__ import annotations
@@ -29,8 +42,9 @@ from needlepoint.analysis.power import PowerModel, PowerStudy, power_grid
 from needlepoint.design import protocol as protocol_mod
 from needlepoint.design.prepared import load_prepared
 from needlepoint.errors import NeedlepointError
-from needlepoint.pilot import calibration_record as cr
-from needlepoint.pilot.calibration_limits import (
+from needlepoint.pilot.folder import read_design
+from needlepoint.pilot.heldout import OnRecord, calibrated_seed
+from needlepoint.pilot.options import (
     REQUESTS_PER_PAIR,
     CalibrationOptions,
     case_bound,
@@ -38,23 +52,167 @@ from needlepoint.pilot.calibration_limits import (
     check_options,
     check_search,
 )
-from needlepoint.pilot.folder import read_design
-from needlepoint.pilot.heldout import OnRecord, calibrated_seed
-from needlepoint.pilot.rates import pilot_model, unattainable
-from needlepoint.pilot.record import PREPARED_DIR, RUN_DIR, design_ref, read_pilot_record
-from needlepoint.pilot.stats import LengthCounts, length_counts
+from needlepoint.pilot.record import (
+    PREPARED_DIR,
+    RUN_DIR,
+    DesignRef,
+    HeldOutSeed,
+    design_ref,
+    read_pilot_record,
+)
+from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
 from needlepoint.schema import to_plain
+
+CALIBRATION_FORMAT = "needlepoint-calibration"
+CALIBRATION_VERSION = 2
+CALIBRATION_KIND = "calibration"
+# Verdicts: only "recommended" writes a protocol.
+RECOMMENDED = "recommended"
+NO_LENGTH = "no length qualifies"
+ABOVE_ATTAINABLE = "effect above the largest attainable"
+NOT_REACHED = "power not reached"
+
+
+@dataclass(frozen=True)
+class CalibrationRules:
+    """The rules a calibration applied, fixed before it read the pilot (docs/pilot.md)."""
+
+    band_low: float
+    band_high: float
+    min_pair_complete: float
+    threshold: float
+    effect: float
+    target_power: float
+    complete_margin: int
+    max_cases: int
+    max_requests: int | None
+    simulations: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class PilotRef:
+    """The pilot a calibration read."""
+
+    journal_sha256: str
+    prepared_fingerprint: str
+    protocol_version: int
+    materials_seed: int
+    simulation: bool
+
+
+@dataclass(frozen=True)
+class LengthVerdict:
+    """Whether one pilot length qualifies for the calibrated design, and why."""
+
+    length: int
+    pair_complete: float | None
+    in_band: bool
+    qualifies: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class PowerRow:
+    """One row of the case-count search: a power.csv row (``POWER_COLUMNS``)."""
+
+    cases: int
+    effect: float
+    power: float
+    power_se: float
+    not_evaluable: float
+    mean_complete_cases: float
+    simulations: int
+
+    @classmethod
+    def of(cls, row: Any) -> PowerRow:
+        """From one row of ``power_grid``'s table, as plain Python numbers."""
+        return cls(
+            int(row["cases"]),
+            float(row["effect"]),
+            float(row["power"]),
+            float(row["power_se"]),
+            float(row["not_evaluable"]),
+            float(row["mean_complete_cases"]),
+            int(row["simulations"]),
+        )
+
+
+@dataclass(frozen=True)
+class CalibrationRecord:
+    """Why a calibrated version has its lengths and case count, or why there is none."""
+
+    kind: str
+    format: str
+    version: int
+    package_version: str
+    pilot: PilotRef
+    design: DesignRef
+    rules: CalibrationRules
+    lengths: tuple[LengthCounts, ...]
+    verdicts: tuple[LengthVerdict, ...]
+    chosen_lengths: tuple[int, ...]
+    power_model: PowerModel | None
+    largest_effect: float | None
+    power_table: tuple[PowerRow, ...]
+    power_at_threshold: float | None
+    recommended_cases: int | None
+    protocol_version: int | None
+    materials_seed: HeldOutSeed | None
+    verdict: str
+    reason: str
+
+
+def pilot_model(
+    inp: AnalysisInput, lengths: tuple[int, ...], design: dict[str, Any]
+) -> PowerModel | str:
+    """Rule 2: the power model of the pilot's per-similarity accuracies over the chosen lengths.
+
+    Returns the reason instead when a condition has no valid answer over those lengths (the
+    high-similarity middle is shown, not needed: the effect sets it).
+    """
+    p = pooled(inp.outcomes, lengths)
+    acc = {k: v.estimate for k, v in p.items()}
+    needed = ("B", "M", "E", "A", "high B", "high E", "high A", "failure")
+    missing = [k for k in needed if acc[k] is None]
+    if missing:
+        return f"no valid {missing[0]} answer at lengths {', '.join(map(str, lengths))}"
+    return PowerModel(
+        acc_b=float(acc["B"] or 0),
+        acc_m=float(acc["M"] or 0),
+        acc_e=float(acc["E"] or 0),
+        acc_a=float(acc["A"] or 0),
+        failure_rate=float(acc["failure"] or 0),
+        stop_after=int(design["runner"]["max_consecutive_failures"]),
+        high_b=float(acc["high B"] or 0),
+        high_m=acc["high M"],
+        high_e=float(acc["high E"] or 0),
+        high_a=float(acc["high A"] or 0),
+    )
+
+
+def unattainable(model: PowerModel, effect: float, lengths: tuple[int, ...]) -> str | None:
+    """Why the pilot's rates cannot produce ``effect``; None when they can."""
+    if effect <= model.largest_effect:
+        return None
+    return (
+        f"the pilot's rates (lengths {', '.join(map(str, lengths))}) allow an added middle loss "
+        f"of at most {model.largest_effect:.3f}, below the effect {effect:g}: with B "
+        f"{model.acc_b:.3f}, M {model.acc_m:.3f}, E {model.acc_e:.3f} under low similarity and "
+        f"B {model.high('B'):.3f}, E {model.high('E'):.3f} under high, even a middle that is "
+        "always wrong under high similarity gives no more, so no case count can power it"
+    )
 
 
 @dataclass(frozen=True)
 class Calibration:
     """A calibration's record and, when it recommends one, the new protocol."""
 
-    record: cr.CalibrationRecord
+    record: CalibrationRecord
     protocol: dict[str, Any] | None
 
 
-def verdict_of(c: LengthCounts, o: CalibrationOptions) -> cr.LengthVerdict:
+def verdict_of(c: LengthCounts, o: CalibrationOptions) -> LengthVerdict:
     """Apply rule 1 to one length."""
     f = c.failures.estimate
     pair = None if f is None else (1 - f) ** REQUESTS_PER_PAIR
@@ -75,7 +233,7 @@ def verdict_of(c: LengthCounts, o: CalibrationOptions) -> cr.LengthVerdict:
     else:
         ok = True
         reason = f"end accuracy {end:.3f} in the band; a pair complete with probability {pair:.3f}"
-    return cr.LengthVerdict(c.length, pair, in_band, ok, reason)
+    return LengthVerdict(c.length, pair, in_band, ok, reason)
 
 
 def calibrated_protocol(
@@ -92,11 +250,11 @@ def calibrated_protocol(
 
 def _search(
     model: PowerModel, o: CalibrationOptions, design: dict[str, Any], lengths: tuple[int, ...]
-) -> tuple[list[cr.PowerRow], int | None]:
+) -> tuple[list[PowerRow], int | None]:
     """Rule 3: the power table of every count tried, and the first count that meets it."""
     step = len(design["orders"])
     minimum = design["analysis"]["min_complete_cases"]
-    rows: list[cr.PowerRow] = []
+    rows: list[PowerRow] = []
     # The simulation reads the design's orders, runner and analysis and the chosen lengths; the
     # case count comes from the study, and the seed and version play no part.
     protocol = {**design, "lengths": list(lengths)}
@@ -104,7 +262,7 @@ def _search(
         study = PowerStudy(
             cases=(cases,), effects=(o.effect,), simulations=o.simulations, seed=o.seed
         )
-        row = cr.PowerRow.of(power_grid(model, study, protocol).iloc[0])
+        row = PowerRow.of(power_grid(model, study, protocol).iloc[0])
         rows.append(row)
         if row.power >= o.target_power and row.mean_complete_cases >= o.complete_margin * minimum:
             return rows, cases
@@ -162,17 +320,17 @@ def calibrate(
     counts = tuple(length_counts(inp.outcomes, n) for n in sorted(record.lengths))
     verdicts = tuple(verdict_of(c, o) for c in counts)
     chosen = tuple(v.length for v in verdicts if v.qualifies)
-    rules = cr.CalibrationRules(
+    rules = CalibrationRules(
         o.band_low, o.band_high, o.min_pair_complete, design["analysis"]["threshold"],
         o.effect, o.target_power, o.complete_margin, o.max_cases, o.max_requests,
         o.simulations, o.seed,
     )  # fmt: skip
     base = dict(
-        kind=cr.CALIBRATION_KIND,
-        format=cr.CALIBRATION_FORMAT,
-        version=cr.CALIBRATION_VERSION,
+        kind=CALIBRATION_KIND,
+        format=CALIBRATION_FORMAT,
+        version=CALIBRATION_VERSION,
         package_version=needlepoint.__version__,
-        pilot=cr.PilotRef(
+        pilot=PilotRef(
             inp.journal_sha256 or "",
             inp.fingerprint,
             record.protocol_version,
@@ -189,34 +347,34 @@ def calibrate(
     none = dict(protocol_version=None, materials_seed=None)
     if not chosen:
         reason = "; ".join(f"{v.length}: {v.reason}" for v in verdicts)
-        rec = cr.CalibrationRecord(
+        rec = CalibrationRecord(
             **base,
             power_model=None,
             largest_effect=None,
             **empty,
             **none,
-            verdict=cr.NO_LENGTH,
+            verdict=NO_LENGTH,
             reason=reason,
         )
         return Calibration(rec, None)
     model = pilot_model(inp, chosen, design)
     if isinstance(model, str):
-        rec = cr.CalibrationRecord(
+        rec = CalibrationRecord(
             **base,
             power_model=None,
             largest_effect=None,
             **empty,
             **none,
-            verdict=cr.NO_LENGTH,
+            verdict=NO_LENGTH,
             reason=model,
         )
         return Calibration(rec, None)
     largest = dict(largest_effect=model.largest_effect)
     why = unattainable(model, o.effect, chosen)
     if why is not None:
-        rec = cr.CalibrationRecord(
+        rec = CalibrationRecord(
             **base, power_model=model, **largest, **empty, **none,
-            verdict=cr.ABOVE_ATTAINABLE, reason=why,
+            verdict=ABOVE_ATTAINABLE, reason=why,
         )  # fmt: skip
         return Calibration(rec, None)
     rows, cases = _search(model, o, design, chosen)
@@ -229,10 +387,10 @@ def calibrate(
             f"{o.target_power:.0%} power at effect {o.effect:g}"
             + ("" if best is None else f" (best {best.power:.3f} at {best.cases} cases)")
         )
-        rec = cr.CalibrationRecord(
+        rec = CalibrationRecord(
             **base, power_model=model, **largest, power_table=tuple(rows),
             power_at_threshold=None,
-            recommended_cases=None, **none, verdict=cr.NOT_REACHED, reason=reason,
+            recommended_cases=None, **none, verdict=NOT_REACHED, reason=reason,
         )  # fmt: skip
         return Calibration(rec, None)
     pilot_protocol = load_prepared(Path(pilot_dir) / PREPARED_DIR).protocol
@@ -248,10 +406,10 @@ def calibrate(
         f"lengths {', '.join(map(str, chosen))}: {cases} cases reach power "
         f"{rows[-1].power:.3f} at effect {o.effect:g}"
     )
-    rec = cr.CalibrationRecord(
+    rec = CalibrationRecord(
         **base, power_model=model, **largest, power_table=tuple(rows),
         power_at_threshold=threshold_power(model, o, protocol), recommended_cases=cases,
-        protocol_version=version, materials_seed=seed, verdict=cr.RECOMMENDED, reason=reason,
+        protocol_version=version, materials_seed=seed, verdict=RECOMMENDED, reason=reason,
     )  # fmt: skip
     label = "a SIMULATED pilot" if inp.simulation else "pilot"
     protocol["description"] = (

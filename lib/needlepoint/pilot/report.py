@@ -1,15 +1,85 @@
-"""What `calibrate` prints and the pilot notebook shows: the per-length table and the verdict.
+"""What a calibration leaves: its files, the lines `calibrate` prints, and the pilot figures.
+
+What `calibrate` prints and the pilot notebook shows: the per-length table and the verdict.
 
 Only the record is read, so the lines are the same wherever the calibration ran: no paths, no
 durations.
+
+The calibration's files: the new protocol version and the calibration record.
+
+Neither is ever overwritten: a calibrated version is a frozen decision. Writing the very same
+bytes again is allowed (a notebook re-executed in its folder); different bytes are refused.
+
+The pilot notebook's figures: accuracy by length against the band, and the power curve.
+
+Both are stable PNGs (``analysis.figures.stable_figure``): the same calibration always gives the
+same bytes, and a simulated pilot carries the simulation banner in the title.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from needlepoint.pilot import calibration_record as cr
+from needlepoint.analysis.figures import stable_figure
+from needlepoint.design.protocol import protocol_bytes
+from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import write_bytes_atomic
+from needlepoint.pilot import calibrate as cr
+from needlepoint.pilot.calibrate import (
+    CALIBRATION_FORMAT,
+    CALIBRATION_VERSION,
+    REQUESTS_PER_PAIR,
+    CalibrationRecord,
+)
 from needlepoint.pilot.heldout import RECORD_RULE
+from needlepoint.pilot.record import read_versioned, record_bytes
+
+
+def _write_once(path: Path, data: bytes) -> Path:
+    if path.is_dir() or (path.exists() and path.read_bytes() != data):
+        raise NeedlepointError(f"{path}: exists; a calibration never overwrites a file")
+    if not path.parent.is_dir():
+        raise NeedlepointError(f"{path.parent}: no such folder")
+    if not path.exists():
+        write_bytes_atomic(path, data)
+    return path
+
+
+def write_protocol(protocol: dict[str, Any], out: str | Path) -> Path:
+    """Write the calibrated protocol as a protocol file, ready for `needlepoint prepare`."""
+    return _write_once(Path(out), protocol_bytes(protocol))
+
+
+def write_report(record: CalibrationRecord, out: str | Path) -> Path:
+    """Write the calibration record on its own (also when no protocol is recommended)."""
+    return _write_once(Path(out), record_bytes(record))
+
+
+def read_report(path: str | Path) -> CalibrationRecord:
+    """Read a calibration record file, refusing another format or version."""
+    return read_versioned(Path(path), CalibrationRecord, CALIBRATION_FORMAT, CALIBRATION_VERSION)
+
+
+def rationale_record(protocol: dict[str, Any], where: str = "protocol") -> CalibrationRecord:
+    """The calibration record a calibrated protocol carries as its rationale."""
+    from needlepoint.schema import from_plain
+
+    value = protocol.get("rationale")
+    if not isinstance(value, dict) or value.get("kind") != "calibration":
+        raise NeedlepointError(f"{where}: has no calibration rationale")
+    return from_plain(CalibrationRecord, value, f"{where}: rationale")
+
+
+def check_new(out: str | Path) -> Path:
+    """Refuse an output file that exists already or whose folder does not: before any work."""
+    path = Path(out)
+    if path.exists():
+        raise NeedlepointError(f"{path}: exists; a calibration never overwrites a file")
+    if not path.parent.is_dir():
+        raise NeedlepointError(f"{path.parent}: no such folder")
+    return path
+
 
 SIMULATED = "SIMULATED pilot - not a model result"
 
@@ -107,3 +177,123 @@ def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
     else:
         lines.append(f"NO PROTOCOL WRITTEN: {rec.verdict}: {rec.reason}")
     return lines
+
+
+_SERIES = (
+    ("end", "end (B and E)", "#2166ac", "o"),
+    ("end_low", "end, low similarity", "#92c5de", "v"),
+    ("end_high", "end, high similarity", "#053061", "D"),
+    ("middle", "middle (M, low similarity)", "#b2182b", "s"),
+    ("refusal", "refusal (A)", "#4d9221", "^"),
+)
+
+
+def _errorbars(
+    ax: Any, xs: list[float], props: list[Any], color: str, marker: str, label: str
+) -> None:
+    known = [(x, p) for x, p in zip(xs, props, strict=True) if p.estimate is not None]
+    if not known:
+        return
+    ax.errorbar(
+        [x for x, _ in known],
+        [p.estimate for _, p in known],
+        yerr=[
+            [p.estimate - p.lower for _, p in known],
+            [p.upper - p.estimate for _, p in known],
+        ],
+        color=color,
+        marker=marker,
+        ms=5,
+        capsize=3,
+        lw=1.2,
+        label=label,
+    )
+
+
+def accuracy_by_length(rec: cr.CalibrationRecord, path: str | Path) -> Path:
+    """Accuracy by background length with 95% Clopper–Pearson intervals, the band and failures."""
+    title = "Pilot: accuracy by length with 95% exact intervals"
+    lengths = [c.length for c in rec.lengths]
+    xs = list(range(len(lengths)))
+    # The bottom margin holds two-line ticks (length, chosen or excluded) and the axis label.
+    with stable_figure((7.5, 5.5), (0.8, 2.3, 0.5, 0.95), title, rec.pilot.simulation, path) as fig:
+        top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
+        r = rec.rules
+        top.axhspan(r.band_low, r.band_high, color="#fee08b", alpha=0.5, label="band (end)")
+        for k, (name, label, color, marker) in enumerate(_SERIES):
+            shifted = [x + 0.07 * (k - (len(_SERIES) - 1) / 2) for x in xs]
+            _errorbars(top, shifted, [getattr(c, name) for c in rec.lengths], color, marker, label)
+        top.set_ylim(-0.03, 1.03)
+        top.set_ylabel("accuracy (correct / valid)")
+        top.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        _errorbars(bottom, xs, [c.failures for c in rec.lengths], "#762a83", "D", "failure rate")
+        limit = 1 - r.min_pair_complete ** (1 / REQUESTS_PER_PAIR)
+        bottom.axhline(limit, color="#762a83", ls=":", lw=1, label=f"limit {limit:.3f}")
+        bottom.set_ylim(-0.03, 1.03)
+        bottom.set_ylabel("failures / sent")
+        bottom.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ticks = [
+            f"{n}\n{'chosen' if v.qualifies else 'excluded'}"
+            for n, v in zip(lengths, rec.verdicts, strict=True)
+        ]
+        bottom.set_xticks(xs, ticks)
+        bottom.set_xlabel("background length (records)")
+    return Path(path)
+
+
+def power_table(
+    rec: cr.CalibrationRecord,
+    design: dict[str, Any],
+    cases: tuple[int, ...],
+    effects: tuple[float, ...],
+) -> Any:
+    """Power by added middle loss under the pilot's accuracies, at the chosen lengths.
+
+    ``design`` gives the orders, runner and decision rule (the pilot's design.json or the
+    calibrated protocol). The seed and simulations are the search's, so the power at the
+    calibration's effect for a count it tried is exactly the one in its power table.
+    """
+    from needlepoint.analysis.power import PowerStudy, power_grid
+    from needlepoint.pilot.calibrate import calibrated_protocol
+
+    if rec.power_model is None or not rec.chosen_lengths:
+        raise ValueError("this calibration has no power model")
+    protocol = calibrated_protocol(design, rec.chosen_lengths, max(cases), 0, rec.design.version)
+    r = rec.rules
+    study = PowerStudy(cases=cases, effects=effects, simulations=r.simulations, seed=r.seed)
+    return power_grid(rec.power_model, study, protocol)
+
+
+def power_curve(table: Any, rec: cr.CalibrationRecord, path: str | Path) -> Path:
+    """P(supported) against the added middle loss under the pilot's accuracies, by case count.
+
+    Marks the target power, the design's threshold and the calibration's effect; the
+    recommended count is drawn heavier.
+    """
+    title = "Power under the pilot's accuracies: P(decision = supported)"
+    r = rec.rules
+    with stable_figure((7.5, 4.4), (0.8, 2.3, 0.5, 0.6), title, rec.pilot.simulation, path) as fig:
+        ax = fig.subplots()
+        for n_cases, group in table.groupby("cases", sort=True):
+            heavy = n_cases == rec.recommended_cases
+            ax.plot(
+                group["effect"],
+                group["power"],
+                marker="o",
+                ms=3,
+                lw=2.2 if heavy else 1.0,
+                label=f"{n_cases} cases" + (" (recommended)" if heavy else ""),
+            )
+        ax.axhline(r.target_power, color="grey", ls=":", lw=1, label=f"{r.target_power:.0%}")
+        ax.axvline(r.threshold, color="#b2182b", ls="--", lw=1, label=f"threshold {r.threshold:g}")
+        ax.axvline(r.effect, color="#1a9850", ls="-.", lw=1, label=f"effect {r.effect:g}")
+        if rec.largest_effect is not None:
+            ax.axvline(
+                rec.largest_effect, color="black", ls=":", lw=1.2,
+                label=f"largest attainable {rec.largest_effect:.3g}",
+            )  # fmt: skip
+        ax.set_xlabel("added middle loss under high similarity (true difference)")
+        ax.set_ylabel("P(supported)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return Path(path)

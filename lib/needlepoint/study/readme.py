@@ -165,8 +165,8 @@ def _rate(p: Any) -> str:
 
 def calibrations_table(folder: Path) -> list[str]:
     """Per candidate and length: the pilot's rates, the verdict and the calibration's outcome."""
-    from needlepoint.pilot.calibration_record import CALIBRATION_FORMAT
-    from needlepoint.pilot.files import read_report
+    from needlepoint.pilot.calibrate import CALIBRATION_FORMAT
+    from needlepoint.pilot.report import read_report
 
     rows = []
     for path in sorted((folder / "calibration").glob("*.json")):
@@ -218,8 +218,7 @@ def headline_lines(analysis_dir: Path) -> list[str]:
 def registry_block(root: Path, folder: Path) -> list[str]:
     """The registry's listing of every design with something run or written under ``folder``
     (as `needlepoint registry ROOT` prints it): its other runs on record are listed too."""
-    from needlepoint.study.registry import collect
-    from needlepoint.study.registry_lines import registry_lines
+    from needlepoint.study.registry import collect, registry_lines
 
     designs: list[list[str]] = []
     inside = False  # within a design's block (the header and the declarations are not)

@@ -12,8 +12,7 @@ from pathlib import Path
 from needlepoint.analysis.report import display, record_lines
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.declaration import Declared, chain
-from needlepoint.study.registry import Registry, collect
-from needlepoint.study.runs import RunEntry
+from needlepoint.study.registry import Registry, RunEntry, collect
 
 EVIDENCE_NAME = "evidence"
 NOT_SEARCHED = "No evidence root given or found: other runs on record not searched."

@@ -4,18 +4,288 @@ and declaration under an evidence root, grouped by design fingerprint, then mode
 Each run shows its decision (re-derived from its journal, exactly as `analyze` gives it), its
 completeness, its audit and its declaration. Runs that sent the same request bytes are compared
 request by request, so two runs of one design can never stand side by side unremarked.
+
+One run folder (or pilot run) as the record lists it: design, variant, decision, completeness,
+audit, declaration, and each request's outcome for comparing runs of the same request bytes.
+
+A folder that cannot be read is still listed, with the one-line reason, so a damaged folder
+never hides the rest of the record.
+
+`registry --history`: run folders that were committed once and are gone from the tree.
+
+Every commit that deleted a ``journal.jsonl`` under the root is read at its parent: the run
+folder, the prepared folder its run.json names and, for a pilot, the pilot record are copied
+out of git into a scratch folder and read like any run on the record. A run whose journal is
+still somewhere in the tree (the same final hash) is not "in history only"; every other one is,
+with its decision re-derived from its journal.
+
+The registry as text: designs, their model variants and runs, agreements, the rest.
+
+Every line depends only on the files (and, with ``--history``, the git history): no times of
+the listing itself and no absolute paths, so two listings of one record are the same text.
 """
 
 from __future__ import annotations
 
+import io
 import itertools
+import os
+import posixpath
+import subprocess
+import tarfile
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import sha256_hex
 from needlepoint.run.folder import read_run_record
-from needlepoint.study.runs import RunEntry, pilot_design_of, read_entry
 from needlepoint.study.scan import Found, lenient_field, lenient_json, scan
+
+# What identifies an outcome when two runs of the same request are compared.
+# (status, kind, SHA-256 of the response text): equal answers compare equal, and a registry of
+# runs with huge answers holds 64 hex digits per answer, not the answers.
+Answer = tuple[str, str, str | None]
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One run on the record; ``problem`` is set (and most fields empty) when it is unreadable."""
+
+    path: str
+    pilot: bool
+    design_fingerprint: str = ""
+    protocol_id: str | None = None
+    version: int | None = None
+    model: str = ""
+    body_profile: str = ""
+    simulation: bool = False
+    planned: int = 0
+    attempted: int = 0
+    decision: str | None = None
+    result: str = ""
+    complete_cases: int | None = None
+    planned_cases: int | None = None
+    audit: str = ""
+    declaration: str = "none"
+    declaration_sha256: str | None = None
+    journal_sha256: str = ""
+    # request SHA-256 -> the outcome received for it (a request with no response is absent)
+    answers: dict[str, Answer] = field(default_factory=dict, repr=False)
+    requests: frozenset[str] = frozenset()
+    problem: str | None = None
+
+    @property
+    def variant(self) -> str:
+        return f"{self.model} ({self.body_profile})"
+
+    def verdict(self) -> str:
+        """The decision in words: a pilot has none, an unreadable run says why."""
+        if self.problem:
+            return f"unreadable: {self.problem}"
+        if self.pilot:
+            return "pilot (calibrates a design; no decision)"
+        return f"{self.decision} ({self.result})" if self.result else str(self.decision)
+
+
+def read_entry(
+    run_dir: Path, shown: str, pilot_design: str | None = None, root: Path | None = None
+) -> RunEntry:
+    """Read one run folder; ``pilot_design`` is the design a pilot calibrates (its group), and
+    ``root`` the folder its declaration is shown relative to (default: the run folder)."""
+    try:
+        return _read(run_dir, shown, pilot_design, root)
+    except (NeedlepointError, OSError, ValueError) as exc:
+        return RunEntry(path=shown, pilot=pilot_design is not None, problem=str(exc)[:300])
+
+
+def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None) -> RunEntry:
+    from needlepoint.design.prepared import frozen_model
+    from needlepoint.design.profiles import body_profile
+    from needlepoint.design.protocol import design_fingerprint
+    from needlepoint.run.audit import audit_run
+    from needlepoint.run.folder import read_run_record
+    from needlepoint.run.journal import read_line, walk
+    from needlepoint.run.results import load_frozen_plan
+
+    run = read_run_record(run_dir)
+    prepared = load_frozen_plan(run_dir, run, None)
+    pilot = pilot_design is not None or run.extra.get("pilot") is True
+    sha_of = {row.seq: row.request_sha256 for row in prepared.plan}
+    walked = walk(run_dir)  # a stream: one record at a time
+    chain, attempted = walked.chain, walked.state.attempts
+    answers: dict[str, Answer] = {}
+    for o in walked.state.outcomes.values():
+        if o.http_status is not None and o.seq in sha_of:
+            text = o.response_text
+            if text is None:  # too long to keep in the fold: read from its line
+                text = str(read_line(run_dir, o.at)["classification"]["response_text"])
+            digest = sha256_hex(text.encode("utf-8", "replace"))
+            answers[sha_of[o.seq]] = (o.status, o.kind, digest)
+    audit = audit_run(run_dir)
+    first = next((p for p in audit.problems), "")
+    audited = "ok" if audit.ok else f"FAILED ({len(audit.problems)}: {first[:120]})"
+    decision, result, complete, cases = None, "", None, None
+    if not pilot:
+        decision, result, complete, cases = _decision(run_dir)
+    ref = run.declaration
+    return RunEntry(
+        path=shown,
+        pilot=pilot,
+        design_fingerprint=pilot_design or design_fingerprint(prepared.protocol),
+        protocol_id=prepared.protocol.get("protocol_id"),
+        version=prepared.protocol.get("version"),
+        model=frozen_model(prepared),
+        body_profile=body_profile(prepared.protocol),
+        simulation=run.simulation,
+        planned=len(prepared.plan),
+        attempted=len(attempted),
+        decision=decision,
+        result=result,
+        complete_cases=complete,
+        planned_cases=cases,
+        audit=audited,
+        declaration="none"
+        if ref is None
+        else f"`{_shown(run_dir, ref.path, root)}` (sha256 {ref.sha256[:12]}…)",
+        declaration_sha256=None if ref is None else ref.sha256,
+        journal_sha256=chain.head,
+        answers=answers,
+        requests=frozenset(sha_of.values()),
+    )
+
+
+def _shown(run_dir: Path, path: str, root: Path | None) -> str:
+    """The declaration's path as seen from ``root`` (as run.json has it without one)."""
+    if root is None:
+        return path
+    try:
+        return Path(os.path.relpath((run_dir / path).resolve(), root.resolve())).as_posix()
+    except ValueError:
+        return path
+
+
+def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None]:
+    """The run's preregistered decision, as `analyze` would give it (nothing written)."""
+    from needlepoint.analysis.document import build_document
+    from needlepoint.analysis.inputs import from_run
+
+    try:
+        doc = build_document(from_run(run_dir))
+    except NeedlepointError as exc:
+        return None, f"no analysis: {str(exc)[:160]}", None, None
+    p = doc.primary
+    result = ""
+    if p.estimate is not None and p.interval is not None:
+        result = f"{p.estimate:.4g} [{p.interval.lower:.4g}, {p.interval.upper:.4g}]"
+    elif p.estimate is not None:
+        result = f"{p.estimate:.4g}"
+    return p.decision, result, p.complete_cases, p.planned_cases
+
+
+def pilot_design_of(folder: Path) -> str:
+    """The design fingerprint a pilot folder calibrates ('' when its pilot.json is unreadable)."""
+    from needlepoint.pilot.record import read_pilot_record
+
+    try:
+        return read_pilot_record(folder).design.design_fingerprint
+    except (NeedlepointError, OSError):
+        return ""
+
+
+# Deleted journals examined at most, newest first; a bound on the work, stated when reached.
+MAX_DELETED = 200
+_TIMEOUT_S = 60
+
+
+def _git(top: Path, *args: str, text: bool = True) -> str | bytes:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(top), *args],
+            capture_output=True,
+            text=text,
+            timeout=_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:  # no git, or it hung past the bound
+        raise NeedlepointError(f"git {args[0]}: {type(exc).__name__}") from None
+    if done.returncode != 0:
+        err = done.stderr if text else done.stderr.decode("utf-8", "replace")
+        raise NeedlepointError(f"git {args[0]}: {str(err).strip()[:200]}")
+    return done.stdout
+
+
+def deleted_runs(root: Path) -> tuple[Path, list[tuple[str, str]]]:
+    """The repository's top folder and (commit, run folder) for each journal a commit deleted."""
+    try:
+        top = Path(str(_git(root, "rev-parse", "--show-toplevel")).strip())
+    except (OSError, subprocess.SubprocessError):
+        raise NeedlepointError(f"{root}: git is not available to search the history") from None
+    rel = Path(root).resolve().relative_to(top.resolve()).as_posix()
+    log = str(
+        _git(top, "log", "--all", "--diff-filter=D", "--name-only", "--format=%x00%H", "--", rel)
+    )
+    found: list[tuple[str, str]] = []
+    for chunk in log.split("\x00")[1:]:
+        lines = [x for x in chunk.splitlines() if x.strip()]
+        commit, paths = lines[0], lines[1:]
+        for path in paths:
+            if posixpath.basename(path) == "journal.jsonl":
+                found.append((commit, posixpath.dirname(path)))
+    return top, found
+
+
+def _files(top: Path, commit: str, folder: str) -> list[str]:
+    out = str(_git(top, "ls-tree", "-r", "--name-only", commit, "--", folder + "/"))
+    return [x for x in out.splitlines() if x]
+
+
+def _materialise(top: Path, commit: str, run: str, scratch: Path) -> None:
+    """Copy the run folder, its prepared folder and a pilot record out of ``commit``."""
+    import json
+
+    from needlepoint.run.folder import RUN_NAME, parse_run_record
+
+    where = f"{commit}:{run}/{RUN_NAME}"
+    record = parse_run_record(json.loads(str(_git(top, "show", where))), where)
+    prepared = posixpath.normpath(posixpath.join(run, record.prepared_dir))
+    wanted = _files(top, commit, run) + _files(top, commit, prepared)
+    pilot = posixpath.join(posixpath.dirname(run), "pilot.json")
+    wanted += [p for p in _files(top, commit, posixpath.dirname(run)) if p == pilot]
+    data = _git(top, "archive", "--format=tar", commit, "--", *sorted(set(wanted)), text=False)
+    with tarfile.open(fileobj=io.BytesIO(bytes(data))) as tar:
+        tar.extractall(scratch, filter="data")
+
+
+def history_runs(root: Path, present: set[str]) -> tuple[list[RunEntry], str]:
+    """Runs in history only (journals not in ``present``), and a line saying what was searched."""
+    top, deleted = deleted_runs(root)
+    note = f"history: {len(deleted)} deleted run journal(s) under {root.as_posix()} in git"
+    if len(deleted) > MAX_DELETED:
+        note += f" (the newest {MAX_DELETED} read)"
+    entries: list[RunEntry] = []
+    seen = set(present)
+    rel_root = Path(root).resolve().relative_to(top.resolve())
+    with tempfile.TemporaryDirectory(prefix="needlepoint-history-") as tmp:
+        for i, (commit, run) in enumerate(deleted[:MAX_DELETED]):
+            scratch = Path(tmp) / str(i)
+            try:
+                parent = str(_git(top, "rev-parse", f"{commit}^")).strip()
+                _materialise(top, parent, run, scratch)
+            except (NeedlepointError, ValueError, OSError, tarfile.TarError) as exc:
+                shown = f"{commit[:12]}^:{run}"
+                entries.append(RunEntry(path=shown, pilot=False, problem=str(exc)[:200]))
+                continue
+            shown = f"{parent[:12]}:{Path(run).relative_to(rel_root).as_posix()}"
+            owner = scratch / posixpath.dirname(run)
+            pilot = pilot_design_of(owner) if (owner / "pilot.json").is_file() else None
+            entry = read_entry(scratch / run, shown, pilot_design=pilot, root=scratch / rel_root)
+            if entry.journal_sha256 and entry.journal_sha256 in seen:
+                continue  # the same journal is still on the record (or listed already)
+            seen.add(entry.journal_sha256)
+            entries.append(entry)
+    note += f"; {len(entries)} in history only (any other is still on record in the tree)"
+    return entries, note
 
 
 @dataclass(frozen=True)
@@ -62,8 +332,6 @@ def collect(root: str | Path, history: bool = False) -> Registry:
     items += _unrun(base, found, used)
     reg = Registry(base, found, runs, items)
     if history:
-        from needlepoint.study.history import history_runs
-
         reg.history, reg.history_note = history_runs(base, {r.journal_sha256 for r in runs})
     return reg
 
@@ -157,4 +425,92 @@ def agreements(runs: list[RunEntry]) -> list[tuple[RunEntry, RunEntry, str]]:
         line = agreement(a, b)
         if line is not None:
             out.append((a, b, line))
+    return out
+
+
+def run_line(r: RunEntry, where: str = "") -> str:
+    """One run: path, version, completeness, decision, audit and declaration."""
+    kind = "pilot" if r.pilot else "run"
+    sim = " (SIMULATION)" if r.simulation else ""
+    if r.problem:
+        return f"{kind} {where}{r.path}: unreadable: {r.problem}"
+    cases = ""
+    if r.complete_cases is not None:
+        cases = f", {r.complete_cases} of {r.planned_cases} cases complete"
+    return (
+        f"{kind} {where}{r.path}{sim}: v{r.version}, {r.attempted} of {r.planned} attempted"
+        f"{cases}; {r.verdict()}; audit {r.audit}; declaration: {r.declaration}"
+    )
+
+
+def registry_lines(reg: Registry) -> list[str]:
+    """The whole listing, grouped by design fingerprint, then model variant."""
+    out = [
+        f"registry of {reg.root.as_posix()}: {reg.found.counts()}",
+        "(each decision re-derived from its journal as `analyze` gives it; nothing is written)",
+    ]
+    if reg.history_note:
+        out.append(reg.history_note)
+    for design in reg.designs():
+        runs = [r for r in reg.runs if r.design_fingerprint == design]
+        old = [r for r in reg.history if r.design_fingerprint == design]
+        items = [i for i in reg.items if i.design_fingerprint == design]
+        title = f"design {design[:12]}…" if design else "design unknown (unreadable folders)"
+        title += _versions([*runs, *old])
+        out += ["", title]
+        for variant in sorted({r.variant for r in [*runs, *old] if not r.problem}):
+            group = [r for r in runs if r.variant == variant and not r.problem]
+            group_old = [r for r in old if r.variant == variant and not r.problem]
+            out.append(f"  {variant}")
+            out += [f"    {run_line(r)}" for r in group]
+            out += [f"    {run_line(r, 'IN HISTORY ONLY ')}" for r in group_old]
+            for a, b, line in agreements([*group, *group_old]):
+                out.append(f"    same request bytes, {a.path} and {b.path}: {line}")
+        out += [f"  {run_line(r)}" for r in [*runs, *old] if r.problem]
+        out += [f"  {i.kind} {i.path}: {i.text}" for i in items]
+    if reg.found.declarations:
+        out += ["", "declarations"]
+        out += [f"  {line}" for line in declaration_lines(reg)]
+    return out
+
+
+def _versions(runs: list[RunEntry]) -> str:
+    """`` (context-position-similar v4, v5; pilots v2)``: the versions run, pilots apart."""
+    ids = sorted({r.protocol_id for r in runs if r.protocol_id})
+    if not ids:
+        return ""
+    main = sorted({r.version for r in runs if r.version is not None and not r.pilot})
+    pilots = sorted({r.version for r in runs if r.version is not None and r.pilot})
+    text = f" ({', '.join(ids)}"
+    text += f" {', '.join(f'v{v}' for v in main)}" if main else ""
+    text += f"; pilots {', '.join(f'v{v}' for v in pilots)}" if pilots else ""
+    return text + ")"
+
+
+def declaration_lines(reg: Registry) -> list[str]:
+    """Each declaration with its time, what it amends, flags, and the runs started under it."""
+    from needlepoint.errors import NeedlepointError
+    from needlepoint.run.declaration import chain, flagged
+
+    out = []
+    for rel in reg.found.declarations:
+        try:
+            entries = chain(reg.root / rel)
+        except NeedlepointError as exc:
+            out.append(f"{rel}: unreadable: {exc}")
+            continue
+        last = entries[-1]
+        r = last.record
+        cited = [x.path for x in reg.runs if x.declaration_sha256 == last.sha256]
+        line = f"{rel} (sha256 {last.sha256[:12]}…): made {r.time}"
+        if r.simulation:
+            line += " (simulated clock)"
+        if r.amends:
+            line += f", amends {r.amends.sha256[:12]}…"
+        governed = flagged(entries).get(last.sha256)
+        if governed:
+            seen = ", ".join(f"{h.path} {h.outcomes}" for h in governed)
+            line += f"; FLAG: made after outcomes it governs ({seen})"
+        line += f"; runs started under it: {', '.join(cited) if cited else 'none'}"
+        out.append(line)
     return out

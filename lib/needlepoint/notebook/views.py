@@ -1,22 +1,92 @@
-"""Tables and the order figure that the design and freeze notebooks show.
+"""What the notebooks show: figures named by their fingerprint, and the tables of each stage.
+
+The stages compute; this module only arranges their records as tables and figures for a reader,
+and needs pandas and matplotlib where the stages do not.
+
+Notebook display helpers that keep saved outputs reproducible and readable.
+
+A figure is shown together with one printed line naming it by its relative path and the
+SHA-256 of its PNG bytes, so nbval (which compares text, not images) still proves that every
+figure re-renders identically.
+
+Tables and the order figure that the design and freeze notebooks show.
 
 They read a prepared folder only, so what a notebook displays is exactly what was frozen.
+
+pandas tables of the check results, for notebooks; the checks themselves never need pandas.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from needlepoint.contamination.inputs import Run, iso_from_ns
 from needlepoint.design.audit import AuditReport
 from needlepoint.design.generate import near_slots
 from needlepoint.design.prepared import Prepared
 from needlepoint.design.profiles import body_profile, text_chars
+from needlepoint.jsonio import file_sha256
+from needlepoint.notebook import paths
 from needlepoint.safeio import write_bytes_atomic
+
+
+def show_figure(rel: str) -> Any:
+    """Print the figure's name and fingerprint, and return it for display."""
+    from IPython.display import Image
+
+    path = paths.read_path(rel)
+    print(f"figure {rel}  sha256 {file_sha256(path)[:16]}")
+    return Image(filename=str(path))
+
+
+def show_lines(lines: list[str]) -> None:
+    """Print library report lines as one block."""
+    print("\n".join(lines))
+
+
+_IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+)(\))")
+
+
+def markdown_text(rel: str, drop: tuple[str, ...] = ()) -> str:
+    """A Markdown file's text as a notebook shows it (see ``show_markdown``)."""
+    path = paths.read_path(rel)
+    kept: list[str] = []
+    skipping = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            skipping = line[3:].strip() in drop
+        if not skipping:
+            kept.append(line)
+    folder = path.parent
+    base = folder if not folder.is_absolute() else Path(os.path.relpath(folder, Path.cwd()))
+
+    def rebase(match: re.Match[str]) -> str:
+        target = match.group(2)
+        if ":" in target or target.startswith("/"):
+            return match.group(0)
+        return match.group(1) + (base / target).as_posix() + match.group(3)
+
+    return _IMAGE.sub(rebase, "\n".join(kept).rstrip("\n") + "\n")
+
+
+def show_markdown(rel: str, drop: tuple[str, ...] = ()) -> Any:
+    """A Markdown document written by the library (summary.md, comparison.md), for display.
+
+    Sections whose ``##`` title is in ``drop`` are left out because the notebook shows them
+    itself (the figures, each with its fingerprint). Images the document names beside itself
+    are pointed at its folder, so they resolve where the notebook (and its HTML) is.
+    """
+    from IPython.display import Markdown
+
+    return Markdown(markdown_text(rel, drop))
+
 
 KIND_LABELS = {
     "substitution": "One-character change",
@@ -190,3 +260,107 @@ def audit_table(report: AuditReport) -> pd.DataFrame:
         [(c.name, c.count, c.failed, c.description) for c in report.checks],
         columns=["check", "items", "failed", "rule"],
     ).set_index("check")
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from needlepoint.contamination.canary import CanaryResult
+    from needlepoint.contamination.context import Manifest
+    from needlepoint.contamination.overlap import OverlapResult
+    from needlepoint.contamination.report import ContaminationReport
+    from needlepoint.contamination.timeline import TimelineResult
+
+
+def _frame(rows: list[dict[str, object]], columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
+def manifest_frame(manifest: Manifest) -> pd.DataFrame:
+    """One row per frozen file: relative path, size, exact UTC mtime, hash prefix."""
+    rows = [
+        {"path": e.path, "size": e.size, "mtime (UTC)": e.mtime, "sha256": e.sha256[:16]}
+        for e in manifest.files
+    ]
+    return _frame(rows, ["path", "size", "mtime (UTC)", "sha256"])
+
+
+def problems_frame(manifest: Manifest) -> pd.DataFrame:
+    """Files that could not be frozen, or that lie outside the root."""
+    rows = [{"path": p.path, "kind": p.kind, "detail": p.detail} for p in manifest.problems]
+    return _frame(rows, ["path", "kind", "detail"])
+
+
+def overlap_frame(result: OverlapResult) -> pd.DataFrame:
+    """Every match with its location; discarded ones carry their reason."""
+    rows = [
+        {
+            "reference": m.reference_id,
+            "answer": m.answer,
+            "where": m.where,
+            "kept": m.discard_reason is None,
+            "discard reason": m.discard_reason or "",
+        }
+        for m in result.matches
+    ]
+    return _frame(rows, ["reference", "answer", "where", "kept", "discard reason"])
+
+
+def runs_frame(runs: tuple[Run, ...]) -> pd.DataFrame:
+    """The runs as the timeline sees them."""
+    rows = [
+        {"run": r.run_id, "battery": r.battery, "started (UTC)": iso_from_ns(r.started_ns),
+         "values": ", ".join(r.values)}
+        for r in runs
+    ]  # fmt: skip
+    return _frame(rows, ["run", "battery", "started (UTC)", "values"])
+
+
+def holdings_frame(result: TimelineResult) -> pd.DataFrame:
+    """Context files that hold a run's values, with their mtime relative to the run's start."""
+    rows = [
+        {
+            "file": h.file,
+            "file mtime (UTC)": iso_from_ns(h.mtime_ns),
+            "run": h.run_id,
+            "minutes after run start": round(h.minutes_after_start),
+            "written after the run": h.after_run,
+        }
+        for h in result.holdings
+    ]
+    columns = [
+        "file",
+        "file mtime (UTC)",
+        "run",
+        "minutes after run start",
+        "written after the run",
+    ]
+    return _frame(rows, columns)
+
+
+def poisoned_frame(result: TimelineResult) -> pd.DataFrame:
+    """Runs that started after a file holding an earlier run's results existed."""
+    rows = [
+        {"run": p.run_id, "started (UTC)": iso_from_ns(p.started_ns), "file": p.file,
+         "file mtime (UTC)": iso_from_ns(p.file_mtime_ns), "from run(s)": ", ".join(p.source_runs)}
+        for p in result.poisoned
+    ]  # fmt: skip
+    return _frame(rows, ["run", "started (UTC)", "file", "file mtime (UTC)", "from run(s)"])
+
+
+def canary_frame(result: CanaryResult) -> pd.DataFrame:
+    """The seed's table: closed questions per condition, exact answers, tool calls."""
+    rows = [
+        {"condition": s.condition, "closed questions": s.questions, "exact": s.exact,
+         "tool calls": s.tool_calls}
+        for s in result.summary
+    ]  # fmt: skip
+    return _frame(rows, ["condition", "closed questions", "exact", "tool calls"])
+
+
+def findings_frame(report: ContaminationReport) -> pd.DataFrame:
+    """Why the gate fails, one row per finding."""
+    rows = [{"check": f.check, "kind": f.kind, "message": f.message} for f in report.gate.findings]
+    return _frame(rows, ["check", "kind", "message"])
