@@ -28,7 +28,7 @@ from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
 from needlepoint.pilot.record import record_bytes
 from needlepoint.run.audit import audit_run
 from needlepoint.run.declaration import read_declaration
-from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive
+from needlepoint.run.results import RESULTS_NAME, csv_chunks, derive
 from needlepoint.study.fresh import records_for
 from needlepoint.study.readme import fill, marked, study_blocks
 
@@ -70,7 +70,7 @@ def test_each_run_is_complete_audited_and_declared_first(rel: str) -> None:
 @pytest.mark.parametrize("rel", RUNS)
 def test_results_rederive_byte_for_byte(rel: str) -> None:
     run = STUDY / rel
-    assert csv_bytes(derive(run).rows) == (run / RESULTS_NAME).read_bytes()
+    assert b"".join(csv_chunks(derive(run).rows)) == (run / RESULTS_NAME).read_bytes()
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from needlepoint.local.compare import attempted
 from needlepoint.local.compare import readme_sections
 from needlepoint.local.compare import MARKER, Entrant, Layout, readme_text
 from needlepoint.run.audit import audit_run
-from needlepoint.run.results import RESULTS_NAME, csv_bytes, derive
+from needlepoint.run.results import RESULTS_NAME, csv_chunks, derive
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 FOLDERS = sorted(p for p in EVIDENCE.glob("*-local-compare") if (p / MARKER).is_file())
@@ -72,7 +72,7 @@ def test_results_analyses_and_comparison_rederive_byte_for_byte(copy) -> None:
     committed, fresh, entrants = copy
     for e in entrants:
         results = derive(fresh.run(e))
-        assert csv_bytes(results.rows) == (committed.run(e) / RESULTS_NAME).read_bytes()
+        assert b"".join(csv_chunks(results.rows)) == (committed.run(e) / RESULTS_NAME).read_bytes()
         analyze_run(fresh.run(e), fresh.analysis(e))
         for name in ("analysis.json", "summary.md"):
             assert (fresh.analysis(e) / name).read_bytes() == (

@@ -24,14 +24,16 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.pilot import calibrate as cr
 from needlepoint.pilot.calibrate import (
     CalibrationOptions,
+    CalibrationRecord,
     calibrate,
     calibrated_protocol,
     threshold_power,
     verdict_of,
 )
 from needlepoint.pilot.heldout import first_overlap, index_materials
-from needlepoint.pilot.report import rationale_record, read_report, write_protocol, write_report
+from needlepoint.pilot.report import read_report, write_protocol, write_report
 from needlepoint.pilot.stats import LengthCounts, Proportion
+from needlepoint.schema import from_plain
 
 _PAIR_1 = "a pair complete with probability 1.000"
 _PAIR_536 = "a pair complete with probability 0.536"
@@ -159,7 +161,8 @@ def test_the_new_version_prepares_verifies_and_records_its_rationale(
     assert load_override(path) == protocol
     folder = prepare(tmp_path / "prepared", path)
     assert verify_prepared(folder).ok
-    rec = rationale_record(json.loads((folder / "protocol.json").read_text("utf-8")))
+    rationale = json.loads((folder / "protocol.json").read_text("utf-8"))["rationale"]
+    rec = from_plain(CalibrationRecord, rationale, "rationale")
     assert rec == result.record
     assert (
         rec.pilot.journal_sha256

@@ -311,10 +311,10 @@ def _rows(*texts: str) -> list[dict[str, str]]:
 
 
 def test_differs_at_names_the_first_differing_line(tmp_path):
-    from needlepoint.run.results import csv_bytes, differs_at
+    from needlepoint.run.results import csv_chunks, differs_at
 
     rows = _rows("1", "2", "3")
-    good = csv_bytes(rows)
+    good = b"".join(csv_chunks(rows))
     path = tmp_path / "results.csv"
     path.write_bytes(good)
     assert differs_at(path, rows) is None
@@ -335,11 +335,13 @@ def test_differs_at_names_the_first_differing_line(tmp_path):
 def test_differs_at_reads_no_further_than_one_byte_past_the_rows(tmp_path):
     import tracemalloc
 
-    from needlepoint.run.results import csv_bytes, differs_at
+    from needlepoint.run.results import csv_chunks, differs_at
 
     rows = _rows("1", "2", "3")
     path = tmp_path / "results.csv"
-    path.write_bytes(csv_bytes(rows) + b"x" * (32 << 20))  # an edited file, 32 MiB too long
+    path.write_bytes(
+        b"".join(csv_chunks(rows)) + b"x" * (32 << 20)
+    )  # an edited file, 32 MiB too long
     tracemalloc.start()
     try:
         assert differs_at(path, rows) == 5
@@ -391,11 +393,11 @@ def test_write_results_reads_the_prepared_folder_it_is_given(run, reference_dir,
 def test_differs_at_counts_the_lines_inside_a_quoted_cell(tmp_path):
     """An answer may hold line feeds: one row is then several lines of the file, and the
     differing line is counted inside the row."""
-    from needlepoint.run.results import csv_bytes, differs_at
+    from needlepoint.run.results import csv_chunks, differs_at
 
     rows = _rows("1", "2")
     rows[1]["response_text"] = "first\nsecond\nthird"
-    good = csv_bytes(rows)
+    good = b"".join(csv_chunks(rows))
     path = tmp_path / "results.csv"
     for word, line in ((b"first", 3), (b"second", 4), (b"third", 5)):
         path.write_bytes(good.replace(word, word.upper()))

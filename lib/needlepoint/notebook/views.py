@@ -287,12 +287,6 @@ def manifest_frame(manifest: Manifest) -> pd.DataFrame:
     return _frame(rows, ["path", "size", "mtime (UTC)", "sha256"])
 
 
-def problems_frame(manifest: Manifest) -> pd.DataFrame:
-    """Files that could not be frozen, or that lie outside the root."""
-    rows = [{"path": p.path, "kind": p.kind, "detail": p.detail} for p in manifest.problems]
-    return _frame(rows, ["path", "kind", "detail"])
-
-
 def overlap_frame(result: OverlapResult) -> pd.DataFrame:
     """Every match with its location; discarded ones carry their reason."""
     rows = [

@@ -14,7 +14,7 @@ from typing import Any
 from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex, write_bytes_atomic
-from needlepoint.schema import document_bytes, from_plain, read_versioned
+from needlepoint.schema import document_bytes, read_versioned
 
 PILOT_FORMAT = "needlepoint-pilot"
 PILOT_VERSION = 1
@@ -127,11 +127,3 @@ def read_pilot_record(folder: str | Path) -> PilotRecord:
             f"{path}: prepared_dir and run_dir must be {PREPARED_DIR}, {RUN_DIR}"
         )
     return record
-
-
-def rationale_of(protocol: dict[str, Any], where: str) -> PilotRationale:
-    """The pilot rationale of a pilot's protocol, read strictly."""
-    value = protocol.get("rationale")
-    if not isinstance(value, dict) or value.get("kind") != PILOT_KIND:
-        raise NeedlepointError(f"{where}: rationale.kind is not {PILOT_KIND!r}")
-    return from_plain(PilotRationale, value, f"{where}: rationale")

@@ -61,16 +61,6 @@ def read_report(path: str | Path) -> CalibrationRecord:
     return read_versioned(Path(path), CalibrationRecord, CALIBRATION_FORMAT, CALIBRATION_VERSION)
 
 
-def rationale_record(protocol: dict[str, Any], where: str = "protocol") -> CalibrationRecord:
-    """The calibration record a calibrated protocol carries as its rationale."""
-    from needlepoint.schema import from_plain
-
-    value = protocol.get("rationale")
-    if not isinstance(value, dict) or value.get("kind") != "calibration":
-        raise NeedlepointError(f"{where}: has no calibration rationale")
-    return from_plain(CalibrationRecord, value, f"{where}: rationale")
-
-
 def check_new(out: str | Path) -> Path:
     """Refuse an output file that exists already or whose folder does not: before any work."""
     path = Path(out)

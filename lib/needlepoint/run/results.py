@@ -138,10 +138,6 @@ def csv_chunks(rows: Iterable[dict[str, str]]) -> Iterator[bytes]:
         yield (",".join(csv_cell(row[name]) for name in RESULT_COLUMNS) + "\n").encode("utf-8")
 
 
-def csv_bytes(rows: Iterable[dict[str, str]]) -> bytes:
-    return b"".join(csv_chunks(rows))
-
-
 def load_frozen_plan(run_dir: Path, run: RunRecord, prepared_dir: str | Path | None) -> Any:
     """Load the run's prepared folder and check it is byte for byte the one the run used."""
     from needlepoint.design.prepared import load_prepared
