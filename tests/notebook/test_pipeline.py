@@ -126,7 +126,10 @@ def test_html_has_a_content_security_policy_that_forbids_scripts_and_network(
 
     page = pipeline.render_html(_notebook(tmp_path / "a.ipynb", ["x = 1"])).read_text()
     head = page[page.index("<head>") + len("<head>") : page.index("</head>")]
-    assert head.startswith(f'<meta http-equiv="Content-Security-Policy" content="{CSP}"/>')
+    first, second = head.splitlines()[:2]
+    assert first == '<meta charset="utf-8"/>'
+    assert second == f'<meta http-equiv="Content-Security-Policy" content="{CSP}"/>'
+    assert "<link" not in head.split(second)[0]  # nothing loads before the policy
     rules = dict(r.strip().split(" ", 1) for r in CSP.split(";"))
     assert rules["default-src"] == "'none'" and rules["script-src"] == "'none'"
     for kind in ("img-src", "style-src", "font-src"):

@@ -139,10 +139,13 @@ def render_html(notebook: Path) -> Path:
     )
     resources = {"metadata": {"name": page_title(nb, notebook.parent, notebook.stem)}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
+    charset = '<meta charset="utf-8"/>'
     head = body.find("<head>")
-    if head >= 0:  # first in the head, so that it governs everything after it
+    if head >= 0:  # first in the head after the charset, so that it governs everything after
         cut = head + len("<head>")
-        body = body[:cut] + CSP_META + "\n" + body[cut:]
+        if body.startswith(charset, cut):
+            cut += len(charset)
+        body = body[:cut] + "\n" + CSP_META + body[cut:]
     cut = body.find("</head>")
     if cut >= 0:
         body = _externalise(body[:cut], notebook.parent) + body[cut:]
