@@ -33,7 +33,7 @@ from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run import folder as run_folder
-from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
+from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, anchor_gap, iso_utc
 from needlepoint.run.journal import Journal, JournalState
 from needlepoint.run.options import LIVE_MODES, PROGRESS_MODES, RunOptions, Settings, check_settings
 from needlepoint.run.records import (
@@ -223,8 +223,8 @@ class Session:
         else:
             self.clock = RealClock()
         self.last_done_mono: float | None = None
-        # An earlier session's last completion, anchored on first use (see _anchor_resume_gap).
-        self.resume_gap: tuple[float, float] | None = None
+        # An earlier session's last completion, anchored on first use (clock.anchor_gap).
+        self.resume_gap: tuple[float, float, str] | None = None
         self.notify = notify
         self.failures_in_a_row = 0
         self.last = "-"
@@ -239,27 +239,6 @@ class Session:
     def now(self) -> str:
         return iso_utc(self.clock.now())
 
-    def _anchor_resume_gap(self, notify: Callable[[str], None] | None) -> tuple[float, float]:
-        """The gap since an earlier session's last completion, read once from the wall clock
-        and then carried on the monotonic clock: ``(seconds at the anchor, monotonic then)``.
-
-        Only the wall clock spans two processes. A clock stepped back (NTP, a VM restore) would
-        make that reading negative and the wait as long as the step; it counts as 0 instead, so
-        a resume waits at most the whole gap, and says so. A clock stepped forward can shorten
-        the wait only to nothing: never by more than the gap itself. A step during the session
-        changes nothing, because the wait is measured on the monotonic clock from here on.
-        """
-        last_done = self.state.last_done
-        assert last_done is not None
-        wall = self.clock.now() - last_done
-        if wall < 0 and notify is not None:
-            notify(
-                f"clock: the wall clock reads {-wall:.3f} s before the last completion recorded "
-                f"({iso_utc(last_done)}): it was stepped back; the gap since then counts as 0 s, "
-                f"so this session waits the whole gap of {self.s.min_gap_s:g} s and no longer"
-            )
-        return max(wall, 0.0), self.clock.monotonic()
-
     def since_done(self) -> float | None:
         """Seconds since the latest completion, to the microsecond (None before the first)."""
         if self.last_done_mono is not None:
@@ -267,8 +246,10 @@ class Session:
         if self.state.last_done is None:
             return None
         if self.resume_gap is None:
-            self.resume_gap = self._anchor_resume_gap(self.notify)
-        at_anchor, mono = self.resume_gap
+            self.resume_gap = anchor_gap(self.clock, self.state.last_done, self.s.min_gap_s)
+            if self.resume_gap[2] and self.notify is not None:
+                self.notify(self.resume_gap[2])
+        at_anchor, mono, _ = self.resume_gap
         return round(at_anchor + self.clock.monotonic() - mono, 6)
 
     def transport(self) -> Any:
