@@ -117,6 +117,25 @@ def test_html_links_one_shared_stylesheet_and_loads_nothing_else(tmp_path: Path)
     ]
 
 
+def test_html_has_a_content_security_policy_that_forbids_scripts_and_network(
+    tmp_path: Path,
+) -> None:
+    """Issue 39, class 4: a memo line or file name that became markup still cannot run a
+    script or load from the network: the policy is the head's first element."""
+    from needlepoint.notebook.html import CSP
+
+    page = pipeline.render_html(_notebook(tmp_path / "a.ipynb", ["x = 1"])).read_text()
+    head = page[page.index("<head>") + len("<head>") : page.index("</head>")]
+    first, second = head.splitlines()[:2]
+    assert first == '<meta charset="utf-8"/>'
+    assert second == f'<meta http-equiv="Content-Security-Policy" content="{CSP}"/>'
+    assert "<link" not in head.split(second)[0]  # nothing loads before the policy
+    rules = dict(r.strip().split(" ", 1) for r in CSP.split(";"))
+    assert rules["default-src"] == "'none'" and rules["script-src"] == "'none'"
+    for kind in ("img-src", "style-src", "font-src"):
+        assert "http" not in rules[kind] and "*" not in rules[kind]
+
+
 def test_html_title_names_the_notebook_and_its_folder(tmp_path: Path) -> None:
     from nbformat.v4 import new_markdown_cell
 

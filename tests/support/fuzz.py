@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -433,4 +434,13 @@ def bad_outcome(argv: list[str], code: int, out: str, err: str) -> str | None:
         return f"exit status {code}"
     if code == 2 and len([line for line in err.splitlines() if line.strip()]) != 1:
         return f"refusal is not one line: {err!r}"
+    if UNSAFE_OUTPUT.search(out + err):
+        return f"printed a control character a terminal acts on: {(out + err)[:300]!r}"
     return None
+
+
+# What a terminal acts on (issue 39): C0 controls except the line end and tab, DEL, C1 controls,
+# line and paragraph separators, bidirectional controls. Values are escaped (safetext.terminal).
+UNSAFE_OUTPUT = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)

@@ -114,15 +114,37 @@ UNVERIFIED_TABLE = (
 )
 
 
+# The largest value each number of a results table may hold, checked before any arithmetic: a
+# sum or a mean of values inside these stays finite (1e308 once overflowed to inf, and a
+# 4,000-digit token count overflowed a float). Token counts: what usage may report (2^53 - 1);
+# latency: the longest request (twice the largest --timeout-s); cost: 10^15, 1,000 times the
+# largest --cost-cap; an HTTP status has three digits.
+NUMBER_LIMITS: dict[str, float] = {
+    "http_status": 999,
+    "prompt_tokens": 2**53 - 1,
+    "completion_tokens": 2**53 - 1,
+    "reasoning_tokens": 2**53 - 1,
+    "latency_s": 2 * 86_400,
+    "cost": 1e15,
+}
+
+
 def _parse_number(text: str, kind: type, where: str, field: str) -> Any:
     if text == "":
         return None
+    limit = NUMBER_LIMITS.get(field, math.inf)
+    if len(text) > 40:  # no number inside its limit needs more characters
+        raise NeedlepointError(
+            f"{where}: field {field}: {len(text)} characters, not a number from 0 to {limit:g}"
+        )
     try:
         value = kind(text)
     except ValueError:
         raise NeedlepointError(f"{where}: field {field}: not a number: {text!r}") from None
     if (kind is float and not math.isfinite(value)) or value < 0:
         raise NeedlepointError(f"{where}: field {field}: must be finite and >= 0, got {text!r}")
+    if value > limit:
+        raise NeedlepointError(f"{where}: field {field}: {text} is above its limit of {limit:g}")
     return value
 
 

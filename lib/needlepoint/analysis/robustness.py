@@ -47,6 +47,7 @@ import numpy as np
 
 from needlepoint.analysis.bootstrap import EXACT, MONTE_CARLO, tail_probabilities
 from needlepoint.analysis.inputs import Outcome
+from needlepoint.analysis.leave_one_out import decision_of, shared_bounds
 from needlepoint.analysis.primary import (
     MEASURES,
     NOT_EVALUABLE,
@@ -172,19 +173,43 @@ def missing_scenarios(
 def leave_one_out(
     cases: Sequence[str], nums: Sequence[int], den: int, params: AnalysisParameters, observed: str
 ) -> tuple[Scenario, ...]:
-    """The decision without each complete case in turn."""
-    return tuple(
-        _from_decision(
-            "leave one out",
-            f"without {case}",
-            (),
-            [*nums[:i], *nums[i + 1 :]],
-            den,
-            params,
-            observed,
+    """The decision without each complete case in turn: exact, in time linear in the cases
+    (``leave_one_out.shared_bounds``: one shared bootstrap draw, as each fresh decision would
+    draw it), or by ``decide`` where the exact bootstrap makes that cheap."""
+    shared = shared_bounds(nums, params)
+    if shared is None:
+        return tuple(
+            _from_decision(
+                "leave one out",
+                f"without {case}",
+                (),
+                [*nums[:i], *nums[i + 1 :]],
+                den,
+                params,
+                observed,
+            )
+            for i, case in enumerate(cases)
         )
-        for i, case in enumerate(cases)
-    )
+    scale = (len(nums) - 1) * den
+    out = []
+    for case, (total, low, high) in zip(cases, shared, strict=True):
+        estimate, lower, upper = (Fraction(x, scale) for x in (total, low, high))
+        decision = decision_of(total, scale, lower, params)
+        out.append(
+            Scenario(
+                kind="leave one out",
+                label=f"without {case}",
+                cells=(),
+                complete_cases=len(nums) - 1,
+                estimate=float(estimate),
+                estimate_exact=str(estimate),
+                lower_exact=str(lower),
+                upper_exact=str(upper),
+                decision=decision,
+                changes=decision != observed,
+            )
+        )
+    return tuple(out)
 
 
 def robustness(

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.safetext import say
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
@@ -37,25 +38,25 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     result = analyze(inputs[0], out, figures=not args.no_figures, record=record)
     doc = result.document
     if doc.simulation:
-        print(doc.label)
+        say(doc.label)
     for line in headline_lines(doc):
-        print(line)
+        say(line)
     p = doc.primary
     trust = f"; not verified: {doc.run.unverified}" if doc.run.unverified else ""
-    print(f"decision: {p.decision} ({p.reason}){trust}")
+    say(f"decision: {p.decision} ({p.reason}){trust}")
     if p.interval and p.estimate is not None:
         iv = p.interval
         seed = f", seed {iv.seed}" if iv.seed is not None else ""
-        print(
+        say(
             f"difference {p.estimate:.4g} [{iv.lower:.4g}, {iv.upper:.4g}] "
             f"over {p.complete_cases} complete cases ({iv.method} bootstrap{seed})"
         )
     for caveat in doc.caveats:
-        print(f"caveat: {caveat}")
+        say(f"caveat: {caveat}")
     for line in [*record, *notes]:
-        print(line)
+        say(line)
     where = _shown(out)
-    print(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc.figures)} figures")
+    say(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc.figures)} figures")
     return 0
 
 
@@ -96,7 +97,7 @@ def _cmd_power(args: argparse.Namespace) -> int:
     grid = {"effects": args.effects} if args.effects is not None else {}
     study = PowerStudy(cases=args.cases, simulations=args.simulations, seed=args.seed, **grid)
     for line in sensitivity_lines(model, study, prepared=args.prepared, out=args.out):
-        print(line)
+        say(line)
     return 0
 
 

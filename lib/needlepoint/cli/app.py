@@ -33,6 +33,7 @@ from needlepoint.cli import (
     study,
 )
 from needlepoint.errors import NeedlepointError, redact_secrets, shown
+from needlepoint.safetext import terminal
 
 # Order here is the order in `needlepoint --help`.
 PROVIDERS = (
@@ -121,7 +122,7 @@ class OneLineParser(argparse.ArgumentParser):
         return out
 
     def _fail(self, message: str) -> NoReturn:
-        text = redact_secrets(" ".join(message.split()))
+        text = terminal(redact_secrets(" ".join(message.split())))
         # A value from argv that is not UTF-8 arrives as surrogate escapes: print them as escapes.
         line = f"{self.prog}: error: {text} (see {self.prog} --help)\n"
         line = line.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -202,7 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except NeedlepointError as exc:
-        print(f"needlepoint {args.command}: error: {redact_secrets(str(exc))}", file=sys.stderr)
+        # One line whatever the message quotes (a file name with a newline or an ESC in it).
+        line = terminal(redact_secrets(str(exc)))
+        print(f"needlepoint {args.command}: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `needlepoint dry-run DIR --plan | head`: the reader has all it wanted; say nothing.
@@ -210,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except OSError as exc:
-        line = redact_secrets(os_error_line(exc))
+        line = terminal(redact_secrets(os_error_line(exc)))
         print(f"needlepoint {args.command}: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -218,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         # Last resort: one line instead of a traceback, with its own exit status.
-        text = redact_secrets(str(exc).splitlines()[0][:200]) if str(exc) else ""
+        text = terminal(redact_secrets(str(exc).splitlines()[0][:200])) if str(exc) else ""
         print(
             f"needlepoint {args.command}: internal error: {type(exc).__name__}: {text} "
             "(a bug: please report it with the command that caused it)",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from needlepoint.safetext import say
+
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from pathlib import Path
@@ -27,9 +29,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         labels=args.label,
     )
     for line in [*result.lines(), *record, *search_note(root, record)]:
-        print(line)
+        say(line)
     figures = len(result.document.figures)
-    print(f"wrote comparison.json, comparison.md and {figures} figures to the --out folder")
+    say(f"wrote comparison.json, comparison.md and {figures} figures to the --out folder")
     return 0
 
 

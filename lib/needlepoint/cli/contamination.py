@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from needlepoint.contamination.report import EXIT_FINDING, EXIT_PASSED
+from needlepoint.safetext import say
 
 _CONTEXT_HELP = "workspace folder, a single file, or a manifest .json written by `manifest`"
 _INCLUDE_HELP = "glob relative to the root (repeatable); replaces the default agent context files"
@@ -25,12 +26,12 @@ def _manifest(args: argparse.Namespace) -> int:
 
     manifest = build_manifest(args.root, args.include or DEFAULT_INCLUDES)
     for p in manifest.problems:
-        print(f"problem: {p.path}: {p.kind} ({p.detail})", file=sys.stderr)
+        say(f"problem: {p.path}: {p.kind} ({p.detail})", file=sys.stderr)
     if args.out is None:
         sys.stdout.write(manifest_bytes(manifest).decode("utf-8"))
     else:
         write_manifest(manifest, args.out)
-        print(
+        say(
             f"{len(manifest.files)} file(s), {len(manifest.problems)} problem(s), "
             f"manifest sha256 {manifest.sha256} -> {args.out}"
         )
@@ -45,16 +46,16 @@ def _print_context_notes(result: object) -> bool:
     verification = getattr(result, "verification", None)
     problems = getattr(result, "problems", ())
     if verification is not None:
-        print("manifest: " + verification.sentence())
+        say("manifest: " + verification.sentence())
         for c in verification.changes:
-            print(f"  {c.kind}: {c.path} ({c.detail})")
+            say(f"  {c.kind}: {c.path} ({c.detail})")
     for p in problems:
-        print(f"problem: {p.path}: {p.kind} ({p.detail})")
+        say(f"problem: {p.path}: {p.kind} ({p.detail})")
     unread = unread_parts(problems, verification)
     for part in unread:
-        print(f"not read: {part}", file=sys.stderr)
+        say(f"not read: {part}", file=sys.stderr)
     if unread:
-        print(
+        say(
             f"fails closed: {len(unread)} part(s) of the context could not be read, so no clean "
             "pass can be given",
             file=sys.stderr,
@@ -70,14 +71,14 @@ def _overlap(args: argparse.Namespace) -> int:
     reference = read_reference(args.reference)
     discards = read_discards(args.discard) if args.discard else ()
     result = check_overlap(reference, load_context(args.context, args.include), discards)
-    print(result.sentence())
+    say(result.sentence())
     for m in result.kept:
-        print(f"  {m.reference_id}\t{m.answer}\t{m.where}")
+        say(f"  {m.reference_id}", m.answer, m.where, sep="\t")
     for m in result.discarded:
-        print(f"  discarded {m.reference_id}\t{m.answer}\t{m.where}\t{m.discard_reason}")
+        say(f"  discarded {m.reference_id}", m.answer, m.where, m.discard_reason, sep="\t")
     for d in result.unused_discards:
         where = f"{d.source}:{d.source_line}"
-        print(f"  unused discard {where} ({d.reference_id} at {d.file}:{d.line})")
+        say(f"  unused discard {where} ({d.reference_id} at {d.file}:{d.line})")
     unread = _print_context_notes(result)
     return EXIT_FINDING if result.leaked or unread else EXIT_PASSED
 
@@ -88,15 +89,15 @@ def _timeline(args: argparse.Namespace) -> int:
     from needlepoint.contamination.timeline import check_timeline
 
     result = check_timeline(read_runs(args.runs), load_context(args.context, args.include))
-    print(result.sentence())
+    say(result.sentence())
     for h in result.holdings:
         when = "written after" if h.after_run else "already there at"
-        print(
+        say(
             f"  {h.file} ({iso_from_ns(h.mtime_ns)}) holds values of run {h.run_id}: "
             f"{when} its start ({h.minutes_after_start:+.0f} min)"
         )
     for p in result.poisoned:
-        print(f"  poisoned rerun {p.run_id} ({iso_from_ns(p.started_ns)}) by {p.file}")
+        say(f"  poisoned rerun {p.run_id} ({iso_from_ns(p.started_ns)}) by {p.file}")
     unread = _print_context_notes(result)
     return EXIT_FINDING if result.has_poisoned_rerun or unread else EXIT_PASSED
 
@@ -106,12 +107,12 @@ def _canary(args: argparse.Namespace) -> int:
     from needlepoint.contamination.inputs import read_results
 
     result = check_canary(read_results(args.results))
-    print(result.sentence())
+    say(result.sentence())
     labelled = [("dead canary", r) for r in result.dead_canary]
     labelled += [("leak", r) for r in result.leaks]
     labelled += [("no tool_calls", r) for r in result.missing_tool_calls]
     for label, r in labelled:
-        print(f"  {label}: {args.results}:{r.line} {r.run_id}/{r.question_id}")
+        say(f"  {label}: {args.results}:{r.line} {r.run_id}/{r.question_id}")
     bad = bool(result.dead_canary) or result.leaked or not result.has_detector
     return EXIT_FINDING if bad else EXIT_PASSED
 
@@ -123,9 +124,9 @@ def _report(args: argparse.Namespace) -> int:
         args.reference, args.runs, args.results, args.context, args.discard, args.include
     )
     json_path, md_path = write_report(report, args.out)
-    print(f"gate: {'PASSED' if report.gate.passed else 'FAILED'} -> {json_path}, {md_path}")
+    say(f"gate: {'PASSED' if report.gate.passed else 'FAILED'} -> {json_path}, {md_path}")
     for f in report.gate.findings:
-        print(f"  {f.kind} ({f.check}): {f.message}")
+        say(f"  {f.kind} ({f.check}): {f.message}")
     return report.gate.exit_code
 
 

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.safetext import say
 
 
 def _cmd_declare(args: argparse.Namespace) -> int:
@@ -24,7 +25,7 @@ def _cmd_declare(args: argparse.Namespace) -> int:
         )
     declared = declare(args.plan, out, root, amends=args.amends, simulated=args.simulated_clock)
     for line in declaration_summary(declared, root.as_posix()):
-        print(line)
+        say(line)
     return 0
 
 
@@ -33,7 +34,7 @@ def _cmd_registry(args: argparse.Namespace) -> int:
 
     reg = collect(args.root, history=args.history)
     for line in registry_lines(reg):
-        print(line)
+        say(line)
     bad = [r for r in reg.runs if r.problem or not r.audit.startswith("ok")]
     return 1 if bad else 0
 

@@ -26,6 +26,7 @@ from needlepoint.analysis.figures import (
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.analysis.report import markdown_table, study_record_section
 from needlepoint.compare.record import ComparedCell, ComparedRun, ComparisonDocument
+from needlepoint.safetext import md_code
 
 
 def _rate(correct: int, valid: int, rate: float | None) -> str:
@@ -205,7 +206,7 @@ def comparison_markdown(doc: ComparisonDocument, record: Sequence[str] = ()) -> 
                 (
                     run_name(r),
                     r.model,
-                    f"`{r.run_dir}`",
+                    md_code(r.run_dir),
                     f"`{r.protocol_fingerprint}`",
                     f"`{r.journal_sha256}`",
                 )

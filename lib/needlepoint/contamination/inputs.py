@@ -13,7 +13,7 @@ import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -98,14 +98,25 @@ def parse_instant(text: str) -> int:
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
         raise ValueError("no UTC offset (write Z or +hh:mm)")
+    try:
+        # 9999-12-31T23:59:59-23:59 is valid ISO 8601 but lies in year 10000 in UTC, where no
+        # date can be shown or compared: refused here, before any arithmetic.
+        dt.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("outside years 1-9999 in UTC") from None
     delta = dt - _EPOCH
     return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
 
 
 def iso_from_ns(ns: int) -> str:
-    """Render nanoseconds since the epoch as an exact ISO 8601 UTC string ending in Z."""
+    """Render nanoseconds since the epoch as an exact ISO 8601 UTC string ending in Z.
+
+    A time outside years 1-9999 (a file's mtime may be anything) is said as such, in seconds."""
     secs, frac = divmod(ns, 10**9)
-    text = datetime.fromtimestamp(secs, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    try:
+        text = (_EPOCH + timedelta(seconds=secs)).strftime("%Y-%m-%dT%H:%M:%S")
+    except OverflowError:
+        return f"(outside years 1-9999: {secs} s from 1970)"
     if frac:
         text += "." + f"{frac:09d}".rstrip("0")
     return text + "Z"

@@ -34,6 +34,7 @@ from needlepoint.contamination.inputs import (
 from needlepoint.contamination.overlap import OverlapResult, check_overlap
 from needlepoint.contamination.timeline import TimelineResult, check_timeline
 from needlepoint.jsonio import canonical_bytes, file_sha256, write_bytes_atomic
+from needlepoint.safetext import md_code, md_text
 from needlepoint.schema import fields_plain, to_plain
 
 REPORT_FORMAT = "contamination-report/1"
@@ -196,8 +197,8 @@ def build_report(
 
 
 def _cell(value: object) -> str:
-    text = "—" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    # Context lines and file names come from anyone's workspace: inert text, never markup.
+    return "—" if value is None else md_text(value)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -214,9 +215,9 @@ def report_markdown(report: ContaminationReport) -> str:
     o, t, c, m, gate = report.overlap, report.timeline, report.canary, report.manifest, report.gate
     verdict = "PASSED" if gate.passed else "FAILED"
     out = ["# Contamination report", "", f"**Gate: {verdict}** (exit {gate.exit_code})", ""]
-    out += [f"- **{f.kind}** ({f.check}): {f.message}" for f in gate.findings]
+    out += [f"- **{f.kind}** ({f.check}): {md_text(f.message)}" for f in gate.findings]
     if gate.notices:
-        out += ["", "Notices:", ""] + [f"- {n}" for n in gate.notices]
+        out += ["", "Notices:", ""] + [f"- {md_text(n)}" for n in gate.notices]
     out += ["", "## Inputs", ""]
     out += table(["role", "path", "sha256"], [(i.role, i.path, i.sha256) for i in report.inputs])
 
@@ -224,7 +225,8 @@ def report_markdown(report: ContaminationReport) -> str:
     if m is None:
         out.append("The context was a single file; no manifest.")
     else:
-        out += [f"Root `{m.root}`, {len(m.files)} file(s), manifest sha256 `{m.sha256}`.", ""]
+        root = md_code(m.root)
+        out += [f"Root {root}, {len(m.files)} file(s), manifest sha256 `{m.sha256}`.", ""]
         out += table(
             ["path", "size", "mtime (UTC)", "sha256"],
             [(e.path, e.size, e.mtime, e.sha256[:16]) for e in m.files],
@@ -235,7 +237,7 @@ def report_markdown(report: ContaminationReport) -> str:
                 ["path", "kind", "detail"], [(p.path, p.kind, p.detail) for p in m.problems]
             )
 
-    out += ["", "## Reference vs context (overlap)", "", o.sentence() + ".", ""]
+    out += ["", "## Reference vs context (overlap)", "", md_text(o.sentence()) + ".", ""]
     out += table(
         ["reference", "answer", "where", "line"],
         [(x.reference_id, x.answer, x.where, x.text.strip()[:120]) for x in o.kept],
@@ -246,7 +248,7 @@ def report_markdown(report: ContaminationReport) -> str:
         [(x.reference_id, x.answer, x.where, x.discard_reason) for x in o.discarded],
     )
 
-    out += ["", "## Timeline", "", t.sentence() + ".", ""]
+    out += ["", "## Timeline", "", md_text(t.sentence()) + ".", ""]
     out += table(
         ["run", "battery", "started (UTC)", "values"],
         [(r.run_id, r.battery, iso_from_ns(r.started_ns), len(r.values)) for r in t.run_list],
@@ -270,7 +272,7 @@ def report_markdown(report: ContaminationReport) -> str:
         ],
     )  # fmt: skip
 
-    out += ["", "## Canary and positive control", "", c.sentence() + ".", ""]
+    out += ["", "## Canary and positive control", "", md_text(c.sentence()) + ".", ""]
     out += table(
         ["condition", "closed questions", "exact", "tool calls"],
         [(s.condition, s.questions, s.exact, s.tool_calls) for s in c.summary],

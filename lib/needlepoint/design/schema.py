@@ -29,7 +29,12 @@ MAX_CASES = 10_000
 MAX_LENGTH = 100_000  # background records per request
 MAX_LENGTHS = 16
 MAX_REQUESTS = 100_000
-MAX_PREPARED_BYTES = 512 * 1024**2  # estimated requests.jsonl + answer_key.jsonl
+# Estimated requests.jsonl + answer_key.jsonl. verify, audit and run hold a prepared folder
+# whole and peak at about 7.5 times its size (53 MB prepared: audit 389 MB, run 390 MB); at
+# 512 MiB a design that passed prepare needed 2.95 GB to audit and died running. At 128 MiB
+# every command on a prepared folder stays within MEMORY_PROMISE.
+MAX_PREPARED_BYTES = 128 * 1024**2
+MEMORY_PROMISE = 1024**3  # the most a command reading a prepared folder may peak at
 MAX_NAME_SPACE = 2_000_000  # places × sites × qualifiers: every name is indexed in memory
 MAX_POOL = 1_000
 MAX_TEMPLATE_CHARS = 10_000

@@ -35,6 +35,17 @@ main { max-width: 100%; overflow-x: hidden; }
 {%- endblock html_head_css -%}
 """
 
+# What a page may load: its stylesheet and images from beside it (or inline), nothing else. No
+# script runs (an ``<img onerror=…>`` or a ``<script>`` copied from a memo line stays inert) and
+# nothing is fetched from the network (a Markdown image from an ``https://`` host is not loaded).
+# ``file:`` is named because some browsers give a page opened from disk no origin for 'self'.
+CSP = (
+    "default-src 'none'; script-src 'none'; object-src 'none'; connect-src 'none'; "
+    "frame-src 'none'; font-src 'self' file: data:; img-src 'self' file: data:; "
+    "style-src 'self' file: 'unsafe-inline'; form-action 'none'; base-uri 'none'"
+)
+CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{CSP}"/>'
+
 # The head's inline styles: identical on every page, so written once per folder.
 _STYLE = re.compile(r"<style[^>]*>\n?(.*?)</style>\n?", re.S)
 _IMG = re.compile(r'(<img\b[^>]*?\bsrc=")([^"]+)(")')
@@ -111,8 +122,10 @@ def rebase_images(page: str, nb: Any, folder: Path) -> str:
 def render_html(notebook: Path) -> Path:
     """An HTML rendering beside the executed notebook, for readers without Jupyter.
 
-    Nothing on the page loads from the network; the template's stylesheet (about 260 KB) is
-    written once per folder, named by its SHA-256, and linked instead of copied into each page.
+    Nothing on the page loads from the network, and its content security policy (``CSP``)
+    forbids scripts and network loads, whatever a Markdown output holds; the template's
+    stylesheet (about 260 KB) is written once per folder, named by its SHA-256, and linked
+    instead of copied into each page.
     """
     import jinja2
     import nbformat
@@ -126,6 +139,13 @@ def render_html(notebook: Path) -> Path:
     )
     resources = {"metadata": {"name": page_title(nb, notebook.parent, notebook.stem)}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
+    charset = '<meta charset="utf-8"/>'
+    head = body.find("<head>")
+    if head >= 0:  # first in the head after the charset, so that it governs everything after
+        cut = head + len("<head>")
+        if body.startswith(charset, cut):
+            cut += len(charset)
+        body = body[:cut] + "\n" + CSP_META + body[cut:]
     cut = body.find("</head>")
     if cut >= 0:
         body = _externalise(body[:cut], notebook.parent) + body[cut:]

@@ -2,7 +2,8 @@
 that the runner kept its own rules.
 
 It checks the hash chain and head, run.json against every session record, the prepared folder
-against its manifest, each attempt against plan.csv (right bytes, each seq at most once), the
+against its manifest, each attempt against plan.csv (right bytes, each seq at most once, each
+the next unattempted seq in plan order), the
 write-ahead order, the allowance, the spacing, the stop rules, each recorded classification
 against a fresh one, the context manifest, and results.csv against the journal.
 """
@@ -65,6 +66,11 @@ class _Walk:
         self.run_sha = run_sha
         self.path = path
         self.plan = {row.seq: row for row in prepared.plan}
+        # The runner sends the next unattempted seq in plan order, every time (several at once
+        # with concurrency, but still started in that order): the position of the next one.
+        self.order = [row.seq for row in prepared.plan]
+        self.next_at = 0
+        self.out_of_order: int | None = None  # the first seq sent out of plan order
         self.model = frozen_model(prepared)
         self.session: dict[str, Any] | None = None
         self.attempted: set[int] = set()
@@ -109,6 +115,8 @@ class _Walk:
             self.problem(n, f"seq {seq}: request_sha256 differs from plan.csv")
         if seq in self.attempted:
             self.problem(n, f"seq {seq} was sent a second time")
+        else:
+            self._check_order(n, seq)
         if self.pending is not None or self.dangling is not None:
             other = self.pending if self.pending is not None else self.dangling
             self.problem(n, f"seq {seq} sent before seq {other} had its outcome")
@@ -124,6 +132,20 @@ class _Walk:
             self.problem(n, f"seq {seq}: gap {gap} s is below the minimum {s.get('min_gap_s')}")
         self.attempted.add(seq)
         self.pending = seq
+
+    def _check_order(self, n: int, seq: Any) -> None:
+        """Each attempt is of the next unattempted seq in plan order; the first that is not
+        is named (a re-chained journal with its records reordered passes every hash check)."""
+        while self.next_at < len(self.order) and self.order[self.next_at] in self.attempted:
+            self.next_at += 1
+        expected = self.order[self.next_at] if self.next_at < len(self.order) else None
+        if seq != expected and self.out_of_order is None and seq in self.plan:
+            self.out_of_order = seq
+            self.problem(
+                n,
+                f"seq {seq} was sent out of plan order: the next unattempted seq in plan "
+                f"order was {expected} (the first seq out of order)",
+            )
 
     def _outcome(self, n: int, r: dict[str, Any]) -> None:
         self.a.count("outcomes")

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-from needlepoint.errors import NeedlepointError
-from needlepoint.run.options import check_key_env_name, is_loopback, read_key
+from needlepoint.run.options import check_key_env_name, is_loopback, parse_base_url, read_key
+from needlepoint.safetext import Scrubber, terminal
 
 MODELS_PATH = "/models"
 # A model list is small; a larger answer is not one.
@@ -52,13 +51,12 @@ class EndpointReport:
             else f"FAILED at {next(c.name for c in self.checks if not c.ok)}"
         )
         out.append(f"check-endpoint {verdict}")
-        return out
+        # Ids and error text come from the server: each value prints as one inert line.
+        return [terminal(line) for line in out]
 
 
 def _transport_check(base_url: str, allow_insecure_http: bool) -> Check:
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
-        raise NeedlepointError(f"--base-url {base_url!r} is not an http(s) URL")
+    parts = parse_base_url(base_url)  # as `run` parses it: bad input is one line, exit 2
     host = parts.hostname
     if parts.scheme == "https":
         return Check("transport", True, f"https to {host} (its certificate is checked)")
@@ -109,6 +107,7 @@ def check_endpoint(
     check_key_env_name(api_key_env)
     key = read_key(str(api_key_env))
     checks = [transport, Check("key", True, f"{api_key_env} is set ({len(key)} characters)")]
+    scrub = Scrubber(key)  # every spelling of the key a server may echo, as `run` redacts
     client = Transport(
         base_url,
         api_key=key,
@@ -124,7 +123,8 @@ def check_endpoint(
         client.close()
     took = f"{exchange.latency_s:.2f} s"
     if exchange.error is not None:
-        detail = exchange.error_detail.replace(key, "[REDACTED]")[:200]
+        # The client's error may quote a header line the server sent (with the key in it).
+        detail = scrub(exchange.error_detail or "")[:200]
         hint = " (is the host and port right?)" if exchange.error == "connect_error" else ""
         checks.append(Check(f"GET {MODELS_PATH}", False, f"{exchange.error}{hint}: {detail}"))
         return EndpointReport(base_url, tuple(checks))
@@ -150,7 +150,7 @@ def check_endpoint(
     elif model in ids:
         checks.append(Check("model", True, f"{model} is listed ({len(ids)} models listed)"))
     else:
-        shown = ", ".join(i.replace(key, "[REDACTED]")[:60] for i in ids[:SHOWN_MODELS]) or "none"
+        shown = ", ".join(scrub(i)[:60] for i in ids[:SHOWN_MODELS]) or "none"
         more = f" and {len(ids) - SHOWN_MODELS} more" if len(ids) > SHOWN_MODELS else ""
         checks.append(Check("model", False, f"{model} is not listed; listed: {shown}{more}"))
     return EndpointReport(base_url, tuple(checks))

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from needlepoint.design.prepared import frozen_model
 from needlepoint.errors import NeedlepointError, looks_like_secret
@@ -105,15 +105,36 @@ def check_key(key: str, env: str) -> None:
         )
 
 
-def check_base_url(base_url: str, allow_insecure_http: bool) -> None:
-    """An http(s) URL without credentials, query or fragment; plain http only to loopback."""
+def parse_base_url(base_url: str) -> SplitResult:
+    """``base_url`` parsed as the HTTP client will parse it, or one line saying why not.
+
+    Called before any folder is written: a URL the client cannot use (a port that is not a
+    number, an unclosed ``[``, a control character such as DEL) once left a run.json bound to
+    it, so the corrected command into that folder was refused.
+    """
+    import httpx
+
+    bad = next((c for c in base_url if ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F), None)
+    if bad is not None:
+        raise NeedlepointError(
+            f"--base-url holds a space or control character ({bad!r}) at character "
+            f"{base_url.index(bad) + 1}; a URL has none"
+        )
     try:
         parts = urlsplit(base_url)
-        host, _ = parts.hostname, parts.port
-    except ValueError as exc:
-        raise NeedlepointError(f"--base-url is not a valid URL ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+        _ = parts.hostname, parts.port
+        httpx.URL(base_url.rstrip("/") + "/chat/completions")
+    except (ValueError, httpx.InvalidURL) as exc:
+        raise NeedlepointError(f"--base-url is not a valid URL ({str(exc)[:200]})") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
         raise NeedlepointError(f"--base-url {base_url[:200]!r} is not an http(s) URL")
+    return parts
+
+
+def check_base_url(base_url: str, allow_insecure_http: bool) -> None:
+    """An http(s) URL without credentials, query or fragment; plain http only to loopback."""
+    parts = parse_base_url(base_url)
+    host = parts.hostname
     if parts.username is not None or parts.password is not None:
         # Not echoed: it holds a credential. httpx would send it as Basic auth instead of the key.
         raise NeedlepointError(

@@ -33,7 +33,7 @@ from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run import folder as run_folder
-from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
+from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, anchor_gap, iso_utc
 from needlepoint.run.journal import Journal, JournalState
 from needlepoint.run.options import LIVE_MODES, PROGRESS_MODES, RunOptions, Settings, check_settings
 from needlepoint.run.records import (
@@ -211,7 +211,9 @@ def allowance_spent(state: JournalState, allow: int) -> str | None:
 class Session:
     """One invocation of the runner on one run folder: the loop and its stop rules."""
 
-    def __init__(self, s: Settings, journal: Journal) -> None:
+    def __init__(
+        self, s: Settings, journal: Journal, notify: Callable[[str], None] | None = None
+    ) -> None:
         self.s = s
         self.journal = journal
         self.state = journal.state
@@ -221,6 +223,9 @@ class Session:
         else:
             self.clock = RealClock()
         self.last_done_mono: float | None = None
+        # An earlier session's last completion, anchored on first use (clock.anchor_gap).
+        self.resume_gap: tuple[float, float, str] | None = None
+        self.notify = notify
         self.failures_in_a_row = 0
         self.last = "-"
         plan = s.prepared.plan
@@ -238,9 +243,14 @@ class Session:
         """Seconds since the latest completion, to the microsecond (None before the first)."""
         if self.last_done_mono is not None:
             return round(self.clock.monotonic() - self.last_done_mono, 6)
-        if self.state.last_done is not None:
-            return round(self.clock.now() - self.state.last_done, 6)
-        return None
+        if self.state.last_done is None:
+            return None
+        if self.resume_gap is None:
+            self.resume_gap = anchor_gap(self.clock, self.state.last_done, self.s.min_gap_s)
+            if self.resume_gap[2] and self.notify is not None:
+                self.notify(self.resume_gap[2])
+        at_anchor, mono, _ = self.resume_gap
+        return round(at_anchor + self.clock.monotonic() - mono, 6)
 
     def transport(self) -> Any:
         from needlepoint.run.transport import Transport
@@ -320,9 +330,23 @@ class Session:
         try:
             ex = transport.send(outgoing)
         except BaseException as exc:  # KeyboardInterrupt mid-request: it may have executed
-            detail = f"{type(exc).__name__} while the request was in flight"
-            self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
+            arrived = getattr(exc, "exchange", None)
+            if arrived is not None:  # the status had arrived: keep it, its headers and bytes
+                self.append("outcome", **self.received(seq, arrived))
+            else:
+                detail = f"{type(exc).__name__} while the request was in flight"
+                self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
             raise
+        # Whatever arrived is journalled before anything else can go wrong.
+        record = self.append("outcome", **self.received(seq, ex))
+        c = record["classification"]
+        self.last_done_mono = self.clock.monotonic()
+        self.last = c["kind"] or c["status"]
+        self.progress.done(seq, self.last, self.s.min_gap_s)
+        self.check_outcome(seq, c["status"], ex.http_status)
+
+    def received(self, seq: int, ex: Any) -> dict[str, Any]:
+        """The outcome fields of an exchange that got an answer (whole, or cut by Ctrl-C)."""
         # An echoing server: the key goes in every spelling, before anything is classified, so
         # the classification audit-run derives from the stored body is the one recorded.
         ex = dataclasses.replace(
@@ -331,25 +355,16 @@ class Session:
             headers=self.scrub(ex.headers),
             error_detail=self.scrub(ex.error_detail),
         )
-        # Whatever arrived is journalled before anything else can go wrong.
-        record = self.append(
-            "outcome",
-            **received_fields(
-                seq,
-                self.now(),
-                ex,
-                answer=self.s.prepared.answer_key[seq],
-                model=self.s.model,
-                unknown=self.s.prepared.protocol.get("unknown", "UNKNOWN"),
-                rates=(self.s.input_rate, self.s.output_rate),
-                profile=body_profile(self.s.prepared.protocol),
-            ),
+        return received_fields(
+            seq,
+            self.now(),
+            ex,
+            answer=self.s.prepared.answer_key[seq],
+            model=self.s.model,
+            unknown=self.s.prepared.protocol.get("unknown", "UNKNOWN"),
+            rates=(self.s.input_rate, self.s.output_rate),
+            profile=body_profile(self.s.prepared.protocol),
         )
-        c = record["classification"]
-        self.last_done_mono = self.clock.monotonic()
-        self.last = c["kind"] or c["status"]
-        self.progress.done(seq, self.last, self.s.min_gap_s)
-        self.check_outcome(seq, c["status"], ex.http_status)
 
     def run(self, run_json_sha256: str) -> tuple[str, str]:
         s = self.s
@@ -476,7 +491,8 @@ def run_protocol(
         run_folder.append_provenance(root, iso_utc(time.time()))
         journal = Journal(root, fsync=s.fsync)
         try:
-            return dataclasses.replace(_session(s, root, journal, run_sha), notes=tuple(notes))
+            summary = _session(s, root, journal, run_sha, notify)
+            return dataclasses.replace(summary, notes=(*notes, *summary.notes))
         finally:
             run_folder.write_context_manifest(root, s.prepared, journal)
             journal.close()
@@ -489,11 +505,18 @@ def _refuse_foreign(root: Path) -> None:
         raise NeedlepointError(f"{root}: not empty and has no run.json; use a new folder")
 
 
-def _session(s: Settings, root: Path, journal: Journal, run_sha: str) -> RunSummary:
+def _session(
+    s: Settings,
+    root: Path,
+    journal: Journal,
+    run_sha: str,
+    notify: Callable[[str], None] | None = None,
+) -> RunSummary:
     state = journal.state
     remaining = [r.seq for r in s.prepared.plan if r.seq not in state.attempts]
     before = state.attempt_count
     start = time.perf_counter()
+    said: list[str] = []  # what the session told the user (a clock step at the resume)
     if not remaining:
         reason, detail = "complete", "every planned seq has been attempted; nothing to send"
     elif (spent := allowance_spent(state, s.allow)) is not None:
@@ -507,7 +530,13 @@ def _session(s: Settings, root: Path, journal: Journal, run_sha: str) -> RunSumm
             "cannot be enforced; resume without --cost-cap to accept that"
         )
     else:
-        session = Session(s, journal)
+
+        def tell(line: str) -> None:
+            said.append(line)
+            if notify is not None:
+                notify(line)
+
+        session = Session(s, journal, tell)
         reason, detail = session.run(run_sha)
     state = journal.state
     unattempted = sum(r.seq not in state.attempts for r in s.prepared.plan)
@@ -524,6 +553,7 @@ def _session(s: Settings, root: Path, journal: Journal, run_sha: str) -> RunSumm
         journal_sha256=journal.head,
         loop_wall_s=time.perf_counter() - start,
         unattempted=unattempted,
+        notes=tuple(said),
     )
 
 

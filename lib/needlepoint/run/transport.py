@@ -7,16 +7,15 @@ the outcome is indeterminate (the server may have executed the request). Keep-al
 stale pooled connection never becomes a silent resend. httpx would inflate ``gzip, gzip`` whole
 in memory; the body is decoded here stage by stage, at most ``PIECE`` bytes per call, and
 reading stops at the limit, so memory is bounded by the limit, not by the compression ratio.
-``Scrubber`` finds the key in any spelling a server may echo (JSON, percent, HTML escapes,
-base64 at every alignment) in bodies, before they are classified, headers and error details.
+``needlepoint.safetext.Scrubber`` finds the key in any spelling a server may echo (JSON,
+percent, HTML escapes, base64 at every alignment, UTF-16 and UTF-32 bytes) in bodies, before
+they are classified, headers and error details.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
-import re
 import socket
 import ssl
 import threading
@@ -26,6 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from needlepoint.jsonio import sha256_hex
+
+# The key's redaction lives in the shared base (one rule for every sink); named here as before.
+from needlepoint.safetext import REDACTED, Scrubber  # noqa: F401
 
 if TYPE_CHECKING:
     import httpx
@@ -256,6 +258,16 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 RESPONSE_ERRORS = ("body_too_large", "content_encoding")
 
 
+class InterruptedExchange(KeyboardInterrupt):
+    """Ctrl-C once an answer had started to arrive: ``exchange`` holds its status, headers and
+    every body byte read before the interrupt, so that the outcome keeps them (as a deadline
+    in the same state does). It is a KeyboardInterrupt: whoever does not look still stops."""
+
+    def __init__(self, exchange: Exchange) -> None:
+        super().__init__("interrupted while the answer arrived")
+        self.exchange = exchange
+
+
 class DeadlineExceeded(Exception):
     """Raised (by the watchdog's effect, or by a simulated transport) when the deadline passed."""
 
@@ -370,6 +382,7 @@ class Transport:
         reader: BodyReader | None = None
         error: str | None = None
         detail = ""
+        interrupted = False
 
         def tick() -> None:
             if self._clock.monotonic() > deadline:
@@ -398,6 +411,12 @@ class Transport:
                     error, detail = "body_too_large", reader.detail()
             finally:
                 response.close()
+        except KeyboardInterrupt:
+            if status is None:
+                raise  # nothing arrived: the runner records the attempt as interrupted
+            interrupted = True
+            error = "interrupted"
+            detail = "KeyboardInterrupt after the status arrived; what arrived is kept"
         except DeadlineExceeded as exc:
             error, detail = "deadline", str(exc)
         except BodyError as exc:
@@ -440,7 +459,7 @@ class Transport:
                     "deadline",
                     f"overall deadline of {self.deadline_s:g} s passed ({detail})",
                 )
-        return Exchange(
+        exchange = Exchange(
             http_status=status,
             body=_kept_body(reader, error),
             error=error,
@@ -449,6 +468,9 @@ class Transport:
             truncated=bool(reader and reader.too_large),
             headers=headers,
         )
+        if interrupted:
+            raise InterruptedExchange(exchange)
+        return exchange
 
     def close(self) -> None:
         self._client.close()
@@ -465,76 +487,3 @@ def _kept_body(reader: BodyReader | None, error: str | None) -> bytes | None:
     if not body and error is not None and error not in RESPONSE_ERRORS:
         return None
     return body
-
-
-REDACTED = "[REDACTED]"
-# Characters of base64 that a key's encoding must share with the text around it, at most.
-_B64_EDGE = 2
-
-
-def _char_forms(c: str) -> str:
-    """A pattern for one key character in any spelling: itself, ``\\uXXXX`` (any number of
-    backslashes, either case), ``%XX``, ``&#NN;`` or ``&#xXX;``, or backslash-escaped."""
-    code = ord(c)
-    hx = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:02x}")
-    hx4 = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{code:04x}")
-    forms = [
-        re.escape(c),
-        rf"\\+[uU]{hx4}",
-        rf"%{hx}",
-        rf"&#0*{code};",
-        rf"&#[xX]0*{hx};",
-        rf"\\+{re.escape(c)}",  # \/ and \" and \\ (and a doubly escaped string's \\\/)
-    ]
-    return "(?:" + "|".join(forms) + ")"
-
-
-def _base64_forms(key: bytes) -> list[str]:
-    """The key's characters inside any base64 text, at each of the three byte alignments.
-
-    Only the base64 characters that depend on the key's bytes alone are kept, so the pattern
-    matches whatever precedes or follows it (``Bearer …``, ``user:…``).
-    """
-    out = []
-    for offset in range(3):
-        encoded = base64.b64encode(b"\0" * offset + key).decode("ascii")
-        first = -(-offset * 8 // 6)  # characters fed by the padding bytes
-        last = (offset + len(key)) * 8 // 6  # characters fed only by key bits end here
-        core = encoded[first:last]
-        if len(core) > _B64_EDGE:
-            out.append(core)
-            out.append(core.translate(str.maketrans("+/", "-_")))  # the URL-safe alphabet
-    return out
-
-
-class Scrubber:
-    """Replaces the key wherever it might appear in a record (an echoing server, an error)."""
-
-    def __init__(self, key: str | None) -> None:
-        self.key = key
-        self._text: re.Pattern[str] | None = None
-        self._bytes: re.Pattern[bytes] | None = None
-        if key:
-            literal = "".join(_char_forms(c) for c in key)
-            b64 = ["".join(_char_forms(c) if c == "/" else re.escape(c) for c in form)
-                   for form in _base64_forms(key.encode("utf-8"))]  # fmt: skip
-            # Every spelling starts with one of few characters: a look-ahead on them lets the
-            # scan skip the rest of a 16 MiB body about four times faster.
-            firsts = {key[0], "\\", "%", "&", *(form[0] for form in _base64_forms(key.encode()))}
-            first = "[" + "".join(re.escape(c) for c in sorted(firsts)) + "]"
-            pattern = f"(?={first})(?:" + "|".join([literal, *b64]) + ")"
-            self._text = re.compile(pattern)
-            self._bytes = re.compile(pattern.encode("utf-8"))
-
-    def __call__(self, value: Any) -> Any:
-        if self._text is None or self._bytes is None:
-            return value
-        if isinstance(value, str):
-            return self._text.sub(REDACTED, value)
-        if isinstance(value, bytes):
-            return self._bytes.sub(REDACTED.encode(), value)
-        if isinstance(value, dict):
-            return {k: self(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self(v) for v in value]
-        return value

@@ -29,6 +29,7 @@ from needlepoint.run.declaration import (
     PlanText,
     read_declaration,
 )
+from needlepoint.safeio import read_limited
 from needlepoint.schema import document_bytes
 from needlepoint.study.scan import lenient_field, lenient_json, scan
 
@@ -39,14 +40,10 @@ MAX_PLAN_BYTES = 1 << 20
 def read_plan(path: str | Path) -> PlanText:
     """The plan file as UTF-8 text, with its SHA-256 (of the text's UTF-8 bytes)."""
     p = Path(path)
-    try:
-        if p.is_dir():
-            raise NeedlepointError(f"{p}: is a folder; give the plan file (PLAN.md)")
-        if p.stat().st_size > MAX_PLAN_BYTES:
-            raise NeedlepointError(f"{p}: larger than {MAX_PLAN_BYTES} bytes; a plan is prose")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise NeedlepointError(f"{p}: file not found") from None
+    if p.is_dir():
+        raise NeedlepointError(f"{p}: is a folder; give the plan file (PLAN.md)")
+    # A regular file only, read within its limit: a FIFO or a device is refused, never waited on.
+    data = read_limited(p, MAX_PLAN_BYTES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

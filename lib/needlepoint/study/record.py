@@ -12,6 +12,7 @@ from pathlib import Path
 from needlepoint.analysis.report import display, record_lines
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.declaration import Declared, chain
+from needlepoint.safetext import md_code
 from needlepoint.study.registry import Registry, RunEntry, collect
 
 EVIDENCE_NAME = "evidence"
@@ -79,17 +80,20 @@ def also_on_record(run_dirs: Sequence[Path], reg: Registry) -> list[str]:
         and not r.pilot
     ]
     if not others:
-        return [
-            f"Also on record under `{display(reg.root)}`: no other run of this design and model."
-        ]
-    lines = [f"Also on record under `{display(reg.root)}` (same design and model, not passed in):"]
+        where = md_code(display(reg.root))
+        return [f"Also on record under {where}: no other run of this design and model."]
+    lines = [
+        f"Also on record under {md_code(display(reg.root))} (same design and model, not passed in):"
+    ]
     lines += [f"- {_other(r)}" for r in others]
     return lines
 
 
 def _other(r: RunEntry) -> str:
     sim = " (SIMULATION)" if r.simulation else ""
-    return f"`{r.path}`{sim} (v{r.version}, {r.attempted} of {r.planned} attempted): {r.verdict()}"
+    # A folder name is anyone's: a backtick in it cannot close the span.
+    done = f"{r.attempted} of {r.planned} attempted"
+    return f"{md_code(r.path)}{sim} (v{r.version}, {done}): {r.verdict()}"
 
 
 def study_record(run_dirs: Sequence[str | Path], root: Path | None, base: Path) -> list[str]:

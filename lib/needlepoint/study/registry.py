@@ -40,6 +40,7 @@ from pathlib import Path
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.folder import read_run_record
+from needlepoint.safetext import md_code
 from needlepoint.study.scan import Found, lenient_field, lenient_json, scan
 
 # What identifies an outcome when two runs of the same request are compared.
@@ -147,7 +148,7 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
         audit=audited,
         declaration="none"
         if ref is None
-        else f"`{_shown(run_dir, ref.path, root)}` (sha256 {ref.sha256[:12]}…)",
+        else f"{md_code(_shown(run_dir, ref.path, root))} (sha256 {ref.sha256[:12]}…)",
         declaration_sha256=None if ref is None else ref.sha256,
         journal_sha256=chain.head,
         answers=answers,
