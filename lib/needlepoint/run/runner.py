@@ -134,6 +134,9 @@ FLAGS = {
     "allow_insecure_http": "--allow-insecure-http",
     "prepared_dir": "the prepared folder",
     "package_version": "the needlepoint version",
+    "no_key": "--no-key",
+    "self_hosted": "--self-hosted",
+    "concurrency": "--concurrency",
 }
 COST_FLAGS = {"input_rate": "--input-rate", "output_rate": "--output-rate", "cap": "--cost-cap"}
 
@@ -362,6 +365,7 @@ class Session:
             **s.limits(),
             dropped_tail_sha256=sha256_hex(dropped) if dropped else None,
             declaration_sha256=None if s.declaration is None else s.declaration.sha256,
+            concurrency=s.concurrency if s.concurrency > 1 else None,
         )
         self.append("session", **record.to_plain())
         for seq in self.state.dangling:
@@ -457,6 +461,8 @@ def run_protocol(
         _refuse_foreign(root)
     options, carried = carry_recorded_gap(options, saved)
     s = check_settings(prepared_dir, options)
+    for warning in s.warnings:  # a short test key accepted for a server you own
+        (notify or (lambda line: print(line, file=sys.stderr, flush=True)))(warning)
     root.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     with run_folder.FolderLock(root):
@@ -571,4 +577,7 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         declaration=None
         if s.declaration is None
         else DeclarationRef(relative_path(s.declaration.path, run_dir), s.declaration.sha256),
+        no_key=True if s.no_key else None,
+        self_hosted=s.self_hosted,
+        concurrency=s.concurrency if s.concurrency > 1 else None,
     )
