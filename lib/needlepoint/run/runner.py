@@ -315,17 +315,30 @@ class Session:
     def one(self, transport: Any, seq: int, expected_sha: str) -> None:
         self.check_budget()
         gap = self.wait_gap(seq)
+        outgoing = self.attempt(transport, seq, expected_sha, gap)
+        try:
+            ex = transport.send(outgoing)
+        except BaseException as exc:  # KeyboardInterrupt mid-request: it may have executed
+            self.interrupted(seq, exc)
+            raise
+        self.record(seq, ex)
+
+    def attempt(self, transport: Any, seq: int, expected_sha: str, gap: float | None) -> Any:
+        """Build the request and journal (fsync) its ``attempt`` record: before it is sent."""
         outgoing = transport.build(self.s.prepared.bodies[seq])
         if outgoing.sha256 != expected_sha:
             raise NeedlepointError(f"seq {seq}: body to send does not hash to plan.csv's value")
         self.progress.sending(seq, self.last)
         self.append("attempt", seq=seq, request_sha256=outgoing.sha256, time=self.now(), gap_s=gap)
-        try:
-            ex = transport.send(outgoing)
-        except BaseException as exc:  # KeyboardInterrupt mid-request: it may have executed
-            detail = f"{type(exc).__name__} while the request was in flight"
-            self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
-            raise
+        return outgoing
+
+    def interrupted(self, seq: int, exc: BaseException) -> None:
+        """Journal an attempt in flight when the process was interrupted: it may have executed."""
+        detail = f"{type(exc).__name__} while the request was in flight"
+        self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
+
+    def record(self, seq: int, ex: Any) -> None:
+        """Journal what arrived for ``seq``, then apply the stop rules that follow an outcome."""
         # An echoing server: the key goes in every spelling, before anything is classified, so
         # the classification audit-run derives from the stored body is the one recorded.
         ex = dataclasses.replace(
@@ -374,9 +387,14 @@ class Session:
         reason, detail = "complete", "every planned seq has been attempted"
         transport = self.transport()
         try:
-            for row in s.prepared.plan:
-                if row.seq not in self.state.attempts:
-                    self.one(transport, row.seq, row.request_sha256)
+            if s.concurrency > 1:
+                from needlepoint.run.concurrent import send_concurrently
+
+                send_concurrently(self, transport, Stop)
+            else:
+                for row in s.prepared.plan:
+                    if row.seq not in self.state.attempts:
+                        self.one(transport, row.seq, row.request_sha256)
         except Stop as stop:
             reason, detail = stop.reason, stop.detail
         except KeyboardInterrupt:
