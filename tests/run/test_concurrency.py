@@ -5,8 +5,6 @@ sequential run's."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import signal
@@ -15,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.fuzz import SMALL
+from support.fuzz import SMALL, run_cli
 from support.mutations import rechain
 from support.runner import KEY_ENV, MODEL, SENTINEL, live, of_type, records, server_for
 
@@ -23,11 +21,7 @@ from needlepoint.design.prepared import prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.audit import audit_run
 from needlepoint.run.options import RunOptions, check_settings
-from needlepoint.run.results import write_results
-
-# Columns that differ between any two live runs, sequential ones included: the measured latency
-# and the hash of the journal (whose times differ).
-RUN_SPECIFIC = ("latency_s", "journal_sha256")
+from needlepoint.run.results import RUN_SPECIFIC_COLUMNS, answer_bytes, write_results
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +37,32 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, SENTINEL)
 
 
-def results_without_run_specific_columns(run: Path) -> str:
+def results_without_run_specific_columns(run: Path) -> bytes:
+    """results.csv with the cells of RUN_SPECIFIC_COLUMNS emptied, checked against the file."""
     write_results(run)
-    rows = list(csv.reader(io.StringIO((run / "results.csv").read_text(encoding="utf-8"))))
-    drop = {rows[0].index(name) for name in RUN_SPECIFIC}
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(
-        [c for i, c in enumerate(row) if i not in drop] for row in rows
-    )
-    return out.getvalue()
+    written = (run / "results.csv").read_bytes().splitlines()
+    kept = answer_bytes(run).splitlines()
+    at = [written[0].split(b",").index(name.encode()) for name in RUN_SPECIFIC_COLUMNS]
+    for full, blanked in zip(written[1:], kept[1:], strict=True):  # no cell holds a comma here
+        cells = full.split(b",")
+        assert [c for i, c in enumerate(cells) if i not in at] == [
+            c for i, c in enumerate(blanked.split(b",")) if i not in at
+        ]
+    return b"\n".join(kept)
+
+
+def analysis_without_run_specific_fields(run: Path) -> dict:
+    """analysis.json less the journal's hash and the measured latencies (and summary.md less
+    the two lines that state them)."""
+    code, _, err = run_cli(["analyze", str(run), "--no-figures"])
+    assert code == 0, err
+    analysis = json.loads((run / "analysis" / "analysis.json").read_text(encoding="utf-8"))
+    del analysis["run"]["journal_sha256"]
+    del analysis["secondary"]["latency_usage_cost"]["latency_s"]
+    summary = (run / "analysis" / "summary.md").read_text(encoding="utf-8").splitlines()
+    kept = [x for x in summary if not x.startswith(("- run fingerprint", "- latency (s)"))]
+    assert len(summary) - len(kept) == 2
+    return {"analysis": analysis, "summary": kept}
 
 
 def most_open(run: Path) -> int:
@@ -104,6 +115,7 @@ def test_a_concurrent_run_equals_a_sequential_one(small: Path, tmp_path: Path, k
     assert "concurrency" not in of_type(one, "session")[0]
     assert json.loads((eight / "run.json").read_text())["concurrency"] == 8
     assert results_without_run_specific_columns(one) == results_without_run_specific_columns(eight)
+    assert analysis_without_run_specific_fields(one) == analysis_without_run_specific_fields(eight)
     report = audit_run(eight)
     assert report.ok and not report.warnings, report.lines()
 
