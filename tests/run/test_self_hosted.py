@@ -204,3 +204,26 @@ def test_tokens_without_a_tokenize_route_fails_in_one_line(small: Path) -> None:
 def test_tokens_needs_the_prepared_folder() -> None:
     code, _, err = _check("--base-url", "http://127.0.0.1:9/v1", "--model", MODEL, "--tokens")
     assert code == 2 and "--tokens needs the prepared folder" in err
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"count": -1, "tokens": []}',
+        b'{"count": true, "tokens": 5}',
+        b'{"count": 1e400}',
+        b'{"count": ' + b"9" * 5000 + b"}",
+        b"[" * 100_000,
+        b'{"count": 12, "max_model_len": "4096"}',
+        b"\xff\xfe not utf-8",
+        b"[]",
+        b'{"tokens": [1, 2, 3], "prompt": 7}',
+    ],
+)
+def test_a_hostile_tokenize_answer_is_one_line_never_a_traceback(small: Path, raw: bytes) -> None:
+    with LoopbackServer(models=[MODEL], tokenizer="raw") as server:
+        server.tokenize_raw = raw
+        code, lines, err = _check(str(small), "--base-url", server.base_url, "--no-key", "--tokens")
+    assert code == 1 and err == "", err
+    assert lines[-2].startswith("FAIL  tokens: ") and "Traceback" not in "\n".join(lines)
+    assert len(lines[-2]) < 400

@@ -22,7 +22,8 @@ example a gzip bomb or a lone surrogate.
 
 ``tokenizer="vllm"`` or ``"llama.cpp"`` adds that server's tokenize routes at the root
 (``check-endpoint --tokens``), with a stand-in tokenizer (``fake_tokens``: one token per word,
-plus a fixed template cost) and ``window`` as the reported context. They consume no scripted
+plus a fixed template cost) and ``window`` as the reported context; ``"raw"`` answers every
+tokenize route with the bytes of ``tokenize_raw`` (a hostile server). They consume no scripted
 mode and are counted with mode ``tokenize``.
 """
 
@@ -166,6 +167,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _tokenize(self, body: bytes, owner: LoopbackServer) -> None:
         """vLLM's or llama.cpp's tokenize routes, with the stand-in tokenizer."""
         number = owner._record_get(self.headers.get("Authorization", ""), self.path, "tokenize")
+        if owner.tokenizer == "raw":  # a hostile server: these exact bytes on every route
+            self._send(200, owner.tokenize_raw, number)
+            return
         payload = json.loads(body)
         if owner.tokenizer == "vllm":
             if self.path != "/tokenize":
@@ -238,6 +242,7 @@ class LoopbackServer:
         self.answer = answer or (lambda body, payload: "UNKNOWN")
         self.tokenizer = tokenizer  # None, "vllm" or "llama.cpp": its tokenize routes
         self.window = window  # the context it reports
+        self.tokenize_raw = b""  # tokenizer="raw": what every tokenize route answers
         self.delay_s = delay_s
         self.models = list(models)  # what GET /v1/models lists
         self.key = key  # when set, GET /v1/models answers 401 to any other key

@@ -89,8 +89,15 @@ class _Client:
             return None, f"{path}: not JSON"
 
 
+# A count or window past this is not one (a hostile server's 4,000-digit integer).
+MAX_COUNT = 2**53
+
+
 def _whole(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    """A positive whole number a server reported, or None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_COUNT:
+        return value
+    return None
 
 
 def _vllm(c: _Client, model: str, body: dict[str, Any], chat: bool) -> tuple[Any, str]:
