@@ -34,6 +34,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run import folder as run_folder
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, iso_utc
+from needlepoint.run.concurrent import send_concurrently
 from needlepoint.run.journal import Journal, JournalState
 from needlepoint.run.options import LIVE_MODES, PROGRESS_MODES, RunOptions, Settings, check_settings
 from needlepoint.run.records import (
@@ -388,8 +389,6 @@ class Session:
         transport = self.transport()
         try:
             if s.concurrency > 1:
-                from needlepoint.run.concurrent import send_concurrently
-
                 send_concurrently(self, transport, Stop)
             else:
                 for row in s.prepared.plan:
