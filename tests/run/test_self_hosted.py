@@ -227,3 +227,20 @@ def test_a_hostile_tokenize_answer_is_one_line_never_a_traceback(small: Path, ra
     assert code == 1 and err == "", err
     assert lines[-2].startswith("FAIL  tokens: ") and "Traceback" not in "\n".join(lines)
     assert len(lines[-2]) < 400
+
+
+def test_a_sweep_entry_takes_the_self_hosted_options(small: Path, tmp_path: Path) -> None:
+    from needlepoint.run.sweep import read_sweep, run_sweep
+
+    with server_for(small) as server:
+        entry = {"name": "own", "prepared": str(small), "run_dir": "run", "allow": 32}
+        entry |= {"base_url": server.base_url, "model": MODEL, "no_key": True, "concurrency": 4}
+        entry |= {"min_gap_s": 0, "override_reason": "our own server", "timeout_s": 10}
+        path = tmp_path / "sweep.json"
+        doc = {"format": "needlepoint-sweep", "version": 1, "runs": [entry]}
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        summary = run_sweep(read_sweep(path), progress="off")
+    assert summary.exit_status == 0, summary.runs[0].lines
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["no_key"] is True and record["concurrency"] == 4
+    assert audit_run(tmp_path / "run").ok
