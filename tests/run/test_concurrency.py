@@ -239,3 +239,43 @@ def test_consecutive_failures_mid_flight(small: Path, tmp_path: Path, key: None)
     second = outcomes[1]  # the second failure in completion order fires the rule
     assert "attempt" not in _after_the_stop(run, second["n"])
     assert audit_run(run).ok
+
+
+def test_a_crash_with_requests_in_flight_marks_each_indeterminate(
+    small: Path, tmp_path: Path, key: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import time
+
+    from needlepoint.design.prepared import load_prepared
+    from needlepoint.run.transport import Transport
+
+    third = hashlib.sha256(load_prepared(small).bodies[3]).hexdigest()
+    send = Transport.send
+
+    def crashing(self: Transport, outgoing):  # a sender meets a bug: the session must crash
+        if outgoing.sha256 == third:
+            time.sleep(0.3)
+            raise RuntimeError("a bug in a sender")
+        return send(self, outgoing)
+
+    monkeypatch.setattr(Transport, "send", crashing)
+    run = tmp_path / "run"
+    with server_for(small) as server:
+        server.delay_s = 2.0
+        with pytest.raises(RuntimeError, match="a bug in a sender"):
+            live(small, run, server, allow=32, concurrency=8, timeout_s=10)
+        monkeypatch.setattr(Transport, "send", send)
+        server.delay_s = 0
+        first = [r.sha256 for r in server.requests]
+        outcomes = of_type(run, "outcome")
+        assert outcomes[0]["seq"] == 3
+        assert sorted(o["seq"] for o in outcomes) == list(range(1, 9))
+        assert {o["classification"]["kind"] for o in outcomes} == {"indeterminate_interrupted"}
+        assert outcomes[0]["error_detail"] == "RuntimeError while the request was in flight"
+        assert of_type(run, "stop")[0]["reason"] == "crashed"
+        summary = live(small, run, server, allow=32, concurrency=8)
+        sent = [r.sha256 for r in server.requests]
+    assert summary.stop_reason == "complete"
+    assert len(sent) == 31 and len(set(sent)) == 31 and sent[:7] == first, "none sent twice"
+    assert audit_run(run).ok

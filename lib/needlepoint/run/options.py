@@ -456,7 +456,10 @@ def check_key_env_name(name: str | None) -> None:
     (into a terminal's scrollback or a CI log), so the refusal does not quote what was given.
     """
     if not name:
-        raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
+        raise NeedlepointError(
+            "a live run needs --api-key-env NAME (the key stays in env), or --no-key for a "
+            "server you own that needs none"
+        )
     if not _ENV_NAME.fullmatch(name) or looks_like_secret(name):
         raise NeedlepointError(
             "--api-key-env takes the NAME of the environment variable that holds the key "
