@@ -178,6 +178,10 @@ def test_tokens_counts_the_longest_request_and_says_it_fits(small: Path, tokeniz
         "completion sent)"
     )
     assert all(path != "/v1/chat/completions" for _, path in sent), "no completion was sent"
+    assert lines[0] == (
+        f"check-endpoint {server.base_url} (the longest request's prompt is tokenized, no "
+        "completion is sent; nothing is written)"
+    )
     assert ("tokenize", "/tokenize") in sent
 
 

@@ -172,7 +172,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check-endpoint",
         help="check an endpoint before a run: TLS or loopback, GET /models, key, model listed",
         description="Ask GET {base-url}/models once, with the runner's client and key rule: "
-        "reachable, key accepted, model listed. Sends nothing from any plan and writes nothing. "
+        "reachable, key accepted, model listed; with --tokens, whether the longest request fits "
+        "the served window. Sends no completion and writes nothing. "
         "Exit 0 when every check passes, 1 when one fails, 2 on bad input.",
     )
     e.add_argument(

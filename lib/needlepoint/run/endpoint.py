@@ -53,7 +53,10 @@ class EndpointReport:
         return all(c.ok for c in self.checks)
 
     def lines(self) -> list[str]:
-        out = [f"check-endpoint {self.base_url} (nothing from a plan is sent; nothing is written)"]
+        sent = "nothing from a plan is sent"
+        if any(c.name == "tokens" for c in self.checks):  # --tokens: one prompt, tokenized only
+            sent = "the longest request's prompt is tokenized, no completion is sent"
+        out = [f"check-endpoint {self.base_url} ({sent}; nothing is written)"]
         out += [f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}" for c in self.checks]
         verdict = (
             "OK: reachable, key accepted, model listed"
