@@ -159,7 +159,8 @@ def test_check_endpoint_without_a_key_and_with_a_short_one(
 
 def _expected_count(prepared: Path) -> tuple[int, int, int]:
     """(seq, prompt tokens by the stand-in tokenizer, max_tokens) of the longest request."""
-    seq, body = longest_request(load_prepared(prepared))
+    seq, frozen = longest_request(load_prepared(prepared))
+    body = json.loads(frozen)
     return seq, fake_tokens(render_template(body["messages"])), body["max_tokens"]
 
 

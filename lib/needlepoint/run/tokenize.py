@@ -40,10 +40,10 @@ def server_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def longest_request(prepared: Prepared) -> tuple[int, dict[str, Any]]:
-    """The seq and parsed body of the longest frozen request (most bytes; lowest seq on a tie)."""
+def longest_request(prepared: Prepared) -> tuple[int, bytes]:
+    """The seq and frozen body of the longest request (most bytes; lowest seq on a tie)."""
     seq = min(prepared.bodies, key=lambda s: (-len(prepared.bodies[s]), s))
-    return seq, json.loads(prepared.bodies[seq])
+    return seq, prepared.bodies[seq]
 
 
 class _Client:
@@ -157,7 +157,8 @@ def token_check(
     assert not isinstance(prepared, str | Path)
     protocol = prepared.protocol
     chat = body_profile(protocol) != "completion"
-    seq, body = longest_request(prepared)
+    seq, frozen = longest_request(prepared)
+    body = json.loads(frozen)
     field = budget_field(protocol)
     budget = _whole(body.get(field)) or 0
     root = server_root(base_url)
