@@ -19,6 +19,12 @@ beside the answer) and ``length_empty`` (``finish_reason: length``, empty conten
 went into reasoning). The last three report ``completion_tokens_details.reasoning_tokens``.
 ``serve:NAME`` sends a hostile body registered with ``serve()``: exact bytes and headers, for
 example a gzip bomb or a lone surrogate.
+
+``tokenizer="vllm"`` or ``"llama.cpp"`` adds that server's tokenize routes at the root
+(``check-endpoint --tokens``), with a stand-in tokenizer (``fake_tokens``: one token per word,
+plus a fixed template cost) and ``window`` as the reported context; ``"raw"`` answers every
+tokenize route with the bytes of ``tokenize_raw`` (a hostile server). They consume no scripted
+mode and are counted with mode ``tokenize``.
 """
 
 from __future__ import annotations
@@ -58,17 +64,25 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         auth = self.headers.get("Authorization", "")
         number = owner._record_get(auth, self.path)
-        if self.path != "/v1/models":
+        if owner.tokenizer == "llama.cpp" and self.path == "/props":
+            props = {"default_generation_settings": {"n_ctx": owner.window}, "total_slots": 1}
+            self._send(200, json.dumps(props).encode(), number)
+        elif self.path != "/v1/models":
             self._send(404, b'{"detail": "Not Found"}', number)
         elif owner.key is not None and auth != f"Bearer {owner.key}":
             self._send(401, b'{"error": {"message": "invalid api key"}}', number)
         else:
             data = [{"id": m, "object": "model", "owned_by": "loopback"} for m in owner.models]
+            if owner.tokenizer == "vllm":
+                data = [dict(d, max_model_len=owner.window) for d in data]
             self._send(200, json.dumps({"object": "list", "data": data}).encode(), number)
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         owner = self.server.owner
+        if owner.tokenizer and self.path in ("/tokenize", "/apply-template"):
+            self._tokenize(body, owner)
+            return
         number, mode = owner._record(body, self.headers.get("Authorization", ""), self.path)
         if self.path not in ("/v1/chat/completions", "/v1/completions"):
             self._send(404, b'{"detail": "Not Found"}', number)
@@ -150,6 +164,29 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, out, number)
 
+    def _tokenize(self, body: bytes, owner: LoopbackServer) -> None:
+        """vLLM's or llama.cpp's tokenize routes, with the stand-in tokenizer."""
+        number = owner._record_get(self.headers.get("Authorization", ""), self.path, "tokenize")
+        if owner.tokenizer == "raw":  # a hostile server: these exact bytes on every route
+            self._send(200, owner.tokenize_raw, number)
+            return
+        payload = json.loads(body)
+        if owner.tokenizer == "vllm":
+            if self.path != "/tokenize":
+                self._send(404, b'{"detail": "Not Found"}', number)
+                return
+            if "messages" in payload:
+                count = fake_tokens(render_template(payload["messages"]))
+            else:
+                count = fake_tokens(payload["prompt"])
+            out = {"count": count, "max_model_len": owner.window, "tokens": list(range(count))}
+        elif self.path == "/apply-template":
+            out = {"prompt": render_template(payload["messages"])}
+        else:  # llama.cpp answers a body without content with no tokens
+            content = payload.get("content")
+            out = {"tokens": list(range(fake_tokens(content))) if content else []}
+        self._send(200, json.dumps(out).encode(), number)
+
     def _send_headers(
         self, code: int, length: int, number: int, extra: dict[str, str] | None = None
     ) -> None:
@@ -199,8 +236,13 @@ class LoopbackServer:
         port: int = 0,
         models: Iterable[str] = ("agnes-3.0-flash",),
         key: str | None = None,
+        tokenizer: str | None = None,
+        window: int = 4096,
     ) -> None:
         self.answer = answer or (lambda body, payload: "UNKNOWN")
+        self.tokenizer = tokenizer  # None, "vllm" or "llama.cpp": its tokenize routes
+        self.window = window  # the context it reports
+        self.tokenize_raw = b""  # tokenizer="raw": what every tokenize route answers
         self.delay_s = delay_s
         self.models = list(models)  # what GET /v1/models lists
         self.key = key  # when set, GET /v1/models answers 401 to any other key
@@ -253,11 +295,11 @@ class LoopbackServer:
             self._lock.notify_all()
             return number, mode
 
-    def _record_get(self, authorization: str, path: str) -> int:
-        """A GET is counted like any request but consumes no scripted mode."""
+    def _record_get(self, authorization: str, path: str, mode: str = "get") -> int:
+        """A GET (or a tokenize route) is counted like any request but consumes no mode."""
         with self._lock:
             number = len(self.requests) + 1
-            self.requests.append(Received(number, "get", "", authorization, time.monotonic(), path))
+            self.requests.append(Received(number, mode, "", authorization, time.monotonic(), path))
             self._lock.notify_all()
             return number
 
@@ -275,6 +317,17 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def render_template(messages: list[dict[str, str]]) -> str:
+    """The stand-in chat template: each message as ``<|role|>`` and its text, then the cue."""
+    turns = "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages)
+    return turns + "<|assistant|>\n"
+
+
+def fake_tokens(text: str) -> int:
+    """The stand-in tokenizer: one token per whitespace-separated word, plus one (BOS)."""
+    return len(text.split()) + 1
 
 
 def answers_from(answer_key: dict[int, dict[str, Any]], bodies: dict[int, bytes]) -> Callable:

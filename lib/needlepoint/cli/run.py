@@ -51,14 +51,17 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         cost_cap=args.cost_cap,
         allow_insecure_http=args.allow_insecure_http,
         declaration=args.declaration,
+        no_key=args.no_key,
+        self_hosted=args.self_hosted,
+        concurrency=getattr(args, "concurrency", 1),
     )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from needlepoint.run.runner import run_protocol
 
-    def say(line: str) -> None:  # the resume line, before anything is sent
-        print(line, flush=True)
+    def say(line: str) -> None:  # the resume line and any warning, before anything is sent
+        print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout, flush=True)
 
     summary = run_protocol(args.prepared, args.run_dir, run_options(args), say)
     for line in summary.lines():
@@ -109,11 +112,16 @@ def _cmd_audit_run(args: argparse.Namespace) -> int:
 def _cmd_check_endpoint(args: argparse.Namespace) -> int:
     from needlepoint.run.endpoint import check_endpoint
 
-    model = args.model
+    model, prepared = args.model, None
+    if args.tokens and args.prepared is None:
+        raise NeedlepointError(
+            "--tokens needs the prepared folder DIR whose longest request to count"
+        )
     if args.prepared is not None:
         from needlepoint.design.prepared import frozen_model, load_prepared
 
-        frozen = frozen_model(load_prepared(args.prepared))
+        prepared = load_prepared(args.prepared)
+        frozen = frozen_model(prepared)
         if model is not None and model != frozen:
             raise NeedlepointError(
                 f"--model {model!r} differs from the model frozen in {args.prepared} ({frozen!r})"
@@ -127,6 +135,9 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
         args.api_key_env,
         allow_insecure_http=args.allow_insecure_http,
         timeout_s=args.timeout_s,
+        no_key=args.no_key,
+        self_hosted=args.self_hosted,
+        tokens=prepared if args.tokens else None,
     )
     for line in report.lines():
         print(line)
@@ -135,6 +146,9 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the run, check-endpoint, sweep, results and audit-run commands."""
+    from needlepoint.cli import args as types
+    from needlepoint.run.options import MAX_CONCURRENCY
+
     p = sub.add_parser(
         "run",
         help="send a prepared folder's frozen requests (live or simulated), journalled",
@@ -144,13 +158,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("prepared", metavar="DIR", help="prepared folder (must pass verify and audit)")
     p.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
     add_run_flags(p)
+    p.add_argument(
+        "--concurrency",
+        type=types.whole(1, MAX_CONCURRENCY),
+        default=1,
+        metavar="N",
+        help="requests in flight at once, for a server you own; above 1 only with --min-gap-s "
+        "below the protocol's and --override-reason (default 1)",
+    )
     p.set_defaults(func=_cmd_run)
 
     e = sub.add_parser(
         "check-endpoint",
         help="check an endpoint before a run: TLS or loopback, GET /models, key, model listed",
         description="Ask GET {base-url}/models once, with the runner's client and key rule: "
-        "reachable, key accepted, model listed. Sends nothing from any plan and writes nothing. "
+        "reachable, key accepted, model listed; with --tokens, whether the longest request fits "
+        "the served window. Sends no completion and writes nothing. "
         "Exit 0 when every check passes, 1 when one fails, 2 on bad input.",
     )
     e.add_argument(
@@ -162,7 +185,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, as for run")
     e.add_argument("--model", help="the model that must be listed (default: DIR's frozen model)")
     e.add_argument(
-        "--api-key-env", required=True, help="name of the environment variable holding the key"
+        "--api-key-env", help="name of the environment variable holding the key (or --no-key)"
+    )
+    add_self_hosted_flags(e)
+    e.add_argument(
+        "--tokens",
+        action="store_true",
+        help="count DIR's longest request's prompt tokens through the server's tokenize route "
+        "(vLLM or llama.cpp /tokenize) and check it fits the window the server reports; sends "
+        "no completion",
     )
     e.add_argument(
         "--allow-insecure-http",
@@ -213,6 +244,7 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. https://host/v1")
     p.add_argument("--model", help="must equal the model in the frozen bodies")
     p.add_argument("--api-key-env", help="name of the environment variable holding the key")
+    add_self_hosted_flags(p)
     p.add_argument(
         "--allow-insecure-http",
         action="store_true",
@@ -246,6 +278,22 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_declaration_flag(p)
+
+
+def add_self_hosted_flags(p: argparse.ArgumentParser) -> None:
+    """``--no-key`` and ``--self-hosted HOST``: a server you own (docs/runner.md)."""
+    p.add_argument(
+        "--no-key",
+        action="store_true",
+        help="send no key: a server you own that needs none (loopback, or the host named by "
+        "--self-hosted); recorded in run.json",
+    )
+    p.add_argument(
+        "--self-hosted",
+        metavar="HOST",
+        help="vouch that HOST, the --base-url's host, is a server you own: it may then run "
+        "with --no-key or a short test key",
+    )
 
 
 def add_declaration_flag(p: argparse.ArgumentParser) -> None:

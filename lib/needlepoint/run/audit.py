@@ -5,7 +5,9 @@ It checks the hash chain and head, run.json against every session record, the pr
 against its manifest, each attempt against plan.csv (right bytes, each seq at most once, each
 the next unattempted seq in plan order), the
 write-ahead order, the allowance, the spacing, the stop rules, each recorded classification
-against a fresh one, the context manifest, and results.csv against the journal.
+against a fresh one, the context manifest, and results.csv against the journal. A session run
+with ``--concurrency N`` (its record says so) may interleave attempts with outcomes, with at
+most N attempts open at a time; any other session, one.
 """
 
 from __future__ import annotations
@@ -74,8 +76,10 @@ class _Walk:
         self.model = frozen_model(prepared)
         self.session: dict[str, Any] | None = None
         self.attempted: set[int] = set()
-        self.pending: int | None = None  # attempted, outcome not yet seen
-        self.dangling: int | None = None  # left pending by a process that died
+        # Attempted, outcome not yet seen: at most one, or the session's ``concurrency``.
+        self.pending: set[int] = set()
+        self.dangling: set[int] = set()  # left pending by a process that died
+        self.concurrency = 1
         self.recovering = False
         self.attempts = 0
         self.spent = 0.0
@@ -98,7 +102,8 @@ class _Walk:
 
     def _session(self, n: int, r: dict[str, Any]) -> None:
         self.a.count("sessions")
-        self.dangling, self.pending = self.pending, None
+        self.dangling, self.pending = self.pending, set()
+        self.concurrency = r.get("concurrency") or 1
         if r.get("run_json_sha256") != self.run_sha:
             self.problem(n, "run_json_sha256 differs from run.json (run.json was edited)")
         self.session, self.stopped_reason, self.failures = r, None, 0
@@ -117,8 +122,8 @@ class _Walk:
             self.problem(n, f"seq {seq} was sent a second time")
         else:
             self._check_order(n, seq)
-        if self.pending is not None or self.dangling is not None:
-            other = self.pending if self.pending is not None else self.dangling
+        if self.dangling or len(self.pending) >= self.concurrency:
+            other = min(self.dangling or self.pending)
             self.problem(n, f"seq {seq} sent before seq {other} had its outcome")
         if self.stopped_reason:
             self.problem(n, f"seq {seq} sent after a stop rule fired ({self.stopped_reason})")
@@ -131,7 +136,8 @@ class _Walk:
         if gap is not None and gap < s.get("min_gap_s", 0) - _EPS:
             self.problem(n, f"seq {seq}: gap {gap} s is below the minimum {s.get('min_gap_s')}")
         self.attempted.add(seq)
-        self.pending = seq
+        if isinstance(seq, int):
+            self.pending.add(seq)
 
     def _check_order(self, n: int, seq: Any) -> None:
         """Each attempt is of the next unattempted seq in plan order; the first that is not
@@ -151,13 +157,13 @@ class _Walk:
         self.a.count("outcomes")
         seq = r.get("seq")
         if r.get("recovered"):
-            if not self.recovering or seq != self.dangling:
+            if not self.recovering or seq not in self.dangling:
                 self.problem(n, f"seq {seq}: recovered outcome not for the attempt left open")
-            self.dangling = None
-        elif seq != self.pending:
+            self.dangling.discard(seq)  # type: ignore[arg-type]
+        elif seq not in self.pending:
             self.problem(n, f"outcome for seq {seq} does not follow its attempt")
         else:
-            self.pending = None
+            self.pending.discard(seq)  # type: ignore[arg-type]
         self.any_outcome = True
         self._reclassify(n, r)
         s = self.session or {}
@@ -225,8 +231,8 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     again = read_chain(root, lambda record, at: rules.record(record), keep=False)
     if again.head != chain.head and not chain.live:
         audit.problems.append(f"{root / JOURNAL_NAME}: changed while it was audited")
-    if rules.pending is not None:
-        audit.warnings.append(f"seq {rules.pending} has no outcome yet (the runner died)")
+    for seq in sorted(rules.pending):
+        audit.warnings.append(f"seq {seq} has no outcome yet (the runner died)")
     _check_context(root, state.sent, prepared.fingerprint, audit)
     found = check_declaration(root, run, state)
     audit.problems += found.problems

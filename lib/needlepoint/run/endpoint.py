@@ -12,8 +12,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
-from needlepoint.run.options import check_key_env_name, is_loopback, parse_base_url, read_key
+from needlepoint.run.options import (
+    check_key_env_name,
+    check_no_key,
+    check_self_hosted,
+    is_loopback,
+    own_server,
+    parse_base_url,
+    read_key,
+    short_key_warning,
+)
 from needlepoint.safetext import Scrubber, terminal
 
 MODELS_PATH = "/models"
@@ -43,7 +54,10 @@ class EndpointReport:
         return all(c.ok for c in self.checks)
 
     def lines(self) -> list[str]:
-        out = [f"check-endpoint {self.base_url} (nothing from a plan is sent; nothing is written)"]
+        sent = "nothing from a plan is sent"
+        if any(c.name == "tokens" for c in self.checks):  # --tokens: one prompt, tokenized only
+            sent = "the longest request's prompt is tokenized, no completion is sent"
+        out = [f"check-endpoint {self.base_url} ({sent}; nothing is written)"]
         out += [f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}" for c in self.checks]
         verdict = (
             "OK: reachable, key accepted, model listed"
@@ -92,8 +106,13 @@ def check_endpoint(
     *,
     allow_insecure_http: bool = False,
     timeout_s: float = 15.0,
+    no_key: bool = False,
+    self_hosted: str | None = None,
+    tokens: Any = None,
 ) -> EndpointReport:
-    """Check ``base_url`` for a run of ``model`` with the key in ``api_key_env``.
+    """Check ``base_url`` for a run of ``model`` with the key in ``api_key_env`` (or none:
+    ``no_key``, a server you own); ``tokens``, a prepared folder: count its longest request's
+    prompt through the server's tokenize route too (``run.tokenize``).
 
     Bad input (no URL, no variable, no key) raises NeedlepointError; everything the endpoint
     does is a check that passes or fails.
@@ -101,13 +120,21 @@ def check_endpoint(
     from needlepoint.run.clock import RealClock
     from needlepoint.run.transport import Transport
 
-    transport = _transport_check(base_url, allow_insecure_http)
+    transport = _transport_check(base_url, allow_insecure_http or no_key)
     if not transport.ok:
         return EndpointReport(base_url, (transport,))
-    check_key_env_name(api_key_env)
-    key = read_key(str(api_key_env))
-    checks = [transport, Check("key", True, f"{api_key_env} is set ({len(key)} characters)")]
-    scrub = Scrubber(key)  # every spelling of the key a server may echo, as `run` redacts
+    check_self_hosted(self_hosted, base_url)
+    check_no_key(no_key, api_key_env, base_url, self_hosted)
+    if no_key:
+        key = ""
+        checks = [transport, Check("key", True, "none sent (--no-key: a server you own)")]
+    else:
+        check_key_env_name(api_key_env)
+        key = read_key(str(api_key_env), test_key_ok=own_server(base_url, self_hosted))
+        warned = short_key_warning(key, str(api_key_env), urlsplit(base_url).hostname)
+        said = f"{api_key_env} is set ({len(key)} characters)"
+        checks = [transport, Check("key", True, said if warned is None else f"{said}; {warned}")]
+    scrub = Scrubber(key or None)  # every spelling of the key a server may echo, as `run` redacts
     client = Transport(
         base_url,
         api_key=key,
@@ -131,7 +158,8 @@ def check_endpoint(
     status = exchange.http_status
     checks.append(Check(f"GET {MODELS_PATH}", True, f"HTTP {status} in {took}"))
     if status in (401, 403):
-        checks.append(Check("auth", False, f"HTTP {status}: the key in {api_key_env} is refused"))
+        whose = "no key (--no-key) is" if no_key else f"the key in {api_key_env} is"
+        checks.append(Check("auth", False, f"HTTP {status}: {whose} refused"))
         return EndpointReport(base_url, tuple(checks))
     if status != 200:
         checks.append(
@@ -153,4 +181,9 @@ def check_endpoint(
         shown = ", ".join(scrub(i)[:60] for i in ids[:SHOWN_MODELS]) or "none"
         more = f" and {len(ids) - SHOWN_MODELS} more" if len(ids) > SHOWN_MODELS else ""
         checks.append(Check("model", False, f"{model} is not listed; listed: {shown}{more}"))
+    if tokens is not None and all(c.ok for c in checks):
+        from needlepoint.run.tokenize import token_check
+
+        fits, said = token_check(base_url, key or None, tokens, model, timeout_s, exchange.body)
+        checks.append(Check("tokens", fits, said))
     return EndpointReport(base_url, tuple(checks))

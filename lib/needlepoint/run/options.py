@@ -37,6 +37,12 @@ if TYPE_CHECKING:
 PROGRESS_MODES = ("auto", "terminal", "deterministic", "off")
 LIVE_MODES = ("auto", "terminal")
 MIN_KEY_LENGTH = 8
+# A test key for a server you own (``sk-test``, ``EMPTY``): accepted with a warning when the
+# endpoint is loopback or named with --self-hosted. Shorter still, the redaction of the key
+# would rewrite ordinary words in an answer, so such a key is refused: use --no-key.
+MIN_TEST_KEY_LENGTH = 4
+# Requests in flight at once (--concurrency): a server you own, never a shared API's quota.
+MAX_CONCURRENCY = 64
 # A day: longer than any request or pause a run needs, short enough that a clock, a sleep and a
 # timestamp computed from it stay exact (1e308 seconds overflowed them).
 MAX_SECONDS = 86_400.0
@@ -77,16 +83,26 @@ def check_allow(allow: object) -> int:
     return allow
 
 
-def check_key(key: str, env: str) -> None:
+def check_key(key: str, env: str, *, test_key_ok: bool = False) -> None:
     """A key of printable ASCII without whitespace: anything else cannot be sent in a header.
 
     A key read from a file with Windows line ends carries a CR; sending it made httpx refuse
-    the header after the attempt was journalled, burning the request.
+    the header after the attempt was journalled, burning the request. ``test_key_ok`` (a server
+    you own): a key of MIN_TEST_KEY_LENGTH to MIN_KEY_LENGTH - 1 characters is accepted (the
+    caller warns, ``short_key_warning``).
     """
-    if len(key) < MIN_KEY_LENGTH:
+    floor = MIN_TEST_KEY_LENGTH if test_key_ok else MIN_KEY_LENGTH
+    if len(key) < floor:
+        if test_key_ok:
+            raise NeedlepointError(
+                f"the key in {env} is shorter than {MIN_TEST_KEY_LENGTH} characters: its "
+                "redaction would rewrite ordinary text in the answers; a server that needs no "
+                "key takes --no-key instead"
+            )
         raise NeedlepointError(
             f"the key in {env} is shorter than {MIN_KEY_LENGTH} characters, too short to be "
-            "kept out of the records reliably"
+            "kept out of the records reliably (a test key for a loopback server, or one named "
+            "with --self-hosted HOST, may be shorter; a server without a key takes --no-key)"
         )
     for at, c in enumerate(key, start=1):
         if "!" <= c <= "~":
@@ -154,6 +170,75 @@ def check_base_url(base_url: str, allow_insecure_http: bool) -> None:
         )
 
 
+def short_key_warning(key: str, env: str, host: str | None) -> str | None:
+    """The one-line warning for a short test key accepted for a server you own, or None."""
+    if len(key) >= MIN_KEY_LENGTH:
+        return None
+    return (
+        f"warning: the key in {env} is {len(key)} characters, shorter than {MIN_KEY_LENGTH}: "
+        f"accepted as a test key for the self-hosted server {host}; it is still redacted "
+        "wherever it appears in a record"
+    )
+
+
+def own_server(base_url: str, self_hosted: str | None) -> bool:
+    """Whether ``base_url`` is a server the user owns: a loopback host, or the host named by
+    ``--self-hosted HOST`` (checked by ``check_self_hosted``)."""
+    host = urlsplit(base_url).hostname
+    return is_loopback(host) or (self_hosted is not None and host == self_hosted.lower())
+
+
+def check_self_hosted(self_hosted: str | None, base_url: str) -> None:
+    """``--self-hosted HOST`` names the base URL's host exactly, so a flag copied into another
+    command cannot vouch for a different endpoint."""
+    if self_hosted is None:
+        return
+    host = urlsplit(base_url).hostname
+    if self_hosted.lower() != host:
+        raise NeedlepointError(
+            f"--self-hosted {self_hosted[:100]!r} does not name the host of --base-url "
+            f"({host}); it vouches for exactly that host"
+        )
+
+
+def check_no_key(
+    no_key: bool, api_key_env: str | None, base_url: str, self_hosted: str | None
+) -> None:
+    """``--no-key``: only for a server you own, and never beside ``--api-key-env``."""
+    if not no_key:
+        return
+    if api_key_env:
+        raise NeedlepointError("give --no-key or --api-key-env, not both")
+    if not own_server(base_url, self_hosted):
+        host = urlsplit(base_url).hostname
+        raise NeedlepointError(
+            f"--no-key: {host} is not a loopback host; a server without a key must be this "
+            f"machine (127.0.0.0/8, ::1, localhost) or be named with --self-hosted {host}"
+        )
+
+
+def check_concurrency(
+    concurrency: object, override_reason: str | None, simulate: str | None
+) -> int:
+    """``--concurrency N``: 1 to MAX_CONCURRENCY; above 1 only under a recorded spacing override
+    (a server you own), and never simulated (a simulated clock is one sequence of events)."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise NeedlepointError("--concurrency must be a positive integer")
+    if concurrency > MAX_CONCURRENCY:
+        raise NeedlepointError(f"--concurrency {concurrency} is more than {MAX_CONCURRENCY}")
+    if concurrency > 1 and simulate is not None:
+        raise NeedlepointError(
+            "--concurrency applies to a live server you own; a simulated run has one clock "
+            "and never waits, so it runs one request at a time"
+        )
+    if concurrency > 1 and override_reason is None:
+        raise NeedlepointError(
+            f"--concurrency {concurrency} needs the spacing override: --min-gap-s below the "
+            "protocol's with --override-reason saying whose server this is"
+        )
+    return concurrency
+
+
 def is_loopback(host: str | None) -> bool:
     """Whether a URL's host is this machine: ``localhost``, 127.0.0.0/8 or ::1."""
     if host is None:
@@ -198,6 +283,12 @@ class RunOptions:
     # A declaration file (`needlepoint declare`): its SHA-256 goes into run.json and the
     # journal's first record, before the first request.
     declaration: str | None = None
+    # A server you own: no key at all (loopback, or the host named by self_hosted), and the
+    # host vouched for as self-hosted (--self-hosted HOST).
+    no_key: bool = False
+    self_hosted: str | None = None
+    # Requests in flight at once; above 1 only with the spacing override (run/concurrent.py).
+    concurrency: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,6 +311,11 @@ class Settings(Limits):
     run_meta: dict[str, Any] = field(default_factory=dict)
     allow_insecure_http: bool = False
     declaration: Declared | None = None
+    no_key: bool = False
+    self_hosted: str | None = None
+    concurrency: int = 1
+    # Lines to show before anything is sent (a short test key accepted for a server you own).
+    warnings: tuple[str, ...] = ()
 
     @property
     def simulation(self) -> bool:
@@ -272,19 +368,26 @@ def check_options(options: RunOptions, *, read_key_now: bool = True) -> RunOptio
     if o.simulate is not None:
         if o.simulate not in SIM_MODES:
             raise NeedlepointError(f"--simulate must be one of {', '.join(SIM_MODES)}")
-        if o.base_url or o.api_key_env:
-            raise NeedlepointError("--simulate sends nothing: drop --base-url and --api-key-env")
+        if o.base_url or o.api_key_env or o.no_key or o.self_hosted:
+            raise NeedlepointError(
+                "--simulate sends nothing: drop --base-url, --api-key-env, --no-key and "
+                "--self-hosted"
+            )
         if o.simulate == "position":
             PositionParams.from_dict(o.sim_params)  # every parameter in its range, before any file
     else:
         if not o.base_url:
             raise NeedlepointError("a live run needs --base-url (or --simulate MODE)")
-        check_base_url(o.base_url, o.allow_insecure_http)
+        # Without a key nothing secret travels, so plain http to a named self-hosted host is fine.
+        check_base_url(o.base_url, o.allow_insecure_http or o.no_key)
+        check_self_hosted(o.self_hosted, o.base_url)
         if not o.model:
             raise NeedlepointError("a live run needs --model, equal to the frozen model")
-        check_key_env_name(o.api_key_env)
-        if read_key_now:
-            read_key(o.api_key_env)
+        check_no_key(o.no_key, o.api_key_env, o.base_url, o.self_hosted)
+        if not o.no_key:
+            check_key_env_name(o.api_key_env)
+            if read_key_now:
+                read_key(o.api_key_env, test_key_ok=own_server(o.base_url, o.self_hosted))
     return dataclasses.replace(
         o,
         allow=allow,
@@ -311,7 +414,11 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         declared = None
     # The prepared folder before the key: a wrong folder is the first thing to hear about.
     prepared = check_prepared(prepared_dir)
-    key = read_key(o.api_key_env) if o.simulate is None and o.api_key_env else None
+    own = o.simulate is None and own_server(o.base_url or "", o.self_hosted)
+    key = read_key(o.api_key_env, test_key_ok=own) if o.simulate is None and o.api_key_env else None
+    host = urlsplit(o.base_url or "").hostname
+    warned = None if key is None else short_key_warning(key, str(o.api_key_env), host)
+    warnings = () if warned is None else (warned,)
     frozen = frozen_model(prepared)
     if o.model is not None and o.model != frozen:
         raise NeedlepointError(
@@ -327,6 +434,8 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
             f"--min-gap-s {gap:g} is below the protocol's {protocol_gap:g} s: "
             "give --override-reason to record why"
         )
+    override = reason if gap < protocol_gap else None
+    concurrency = check_concurrency(o.concurrency, override, o.simulate)
     return Settings(
         prepared=prepared,
         allow=c.allow,
@@ -338,7 +447,7 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         api_key=key,
         min_gap_s=gap,
         protocol_min_gap_s=protocol_gap,
-        override_reason=reason if gap < protocol_gap else None,
+        override_reason=override,
         timeout_s=c.timeout_s,
         deadline_s=c.deadline_s,  # type: ignore[arg-type]  # filled in by check_options
         input_rate=c.input_rate,
@@ -351,6 +460,10 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
         run_meta=dict(o.run_meta or {}),
         allow_insecure_http=bool(o.allow_insecure_http) and o.simulate is None,
         declaration=declared,
+        no_key=bool(o.no_key) and o.simulate is None,
+        self_hosted=None if o.self_hosted is None else o.self_hosted.lower(),
+        concurrency=concurrency,
+        warnings=warnings,
     )
 
 
@@ -364,7 +477,10 @@ def check_key_env_name(name: str | None) -> None:
     (into a terminal's scrollback or a CI log), so the refusal does not quote what was given.
     """
     if not name:
-        raise NeedlepointError("a live run needs --api-key-env NAME (the key stays in env)")
+        raise NeedlepointError(
+            "a live run needs --api-key-env NAME (the key stays in env), or --no-key for a "
+            "server you own that needs none"
+        )
     if not _ENV_NAME.fullmatch(name) or looks_like_secret(name):
         raise NeedlepointError(
             "--api-key-env takes the NAME of the environment variable that holds the key "
@@ -373,10 +489,11 @@ def check_key_env_name(name: str | None) -> None:
         )
 
 
-def read_key(name: str) -> str:
-    """The key from the environment variable ``name`` (checked by ``check_key_env_name``)."""
+def read_key(name: str, *, test_key_ok: bool = False) -> str:
+    """The key from the environment variable ``name`` (checked by ``check_key_env_name``);
+    ``test_key_ok``: a server you own, where a short test key is accepted."""
     key = os.environ.get(name, "")
     if not key:
         raise NeedlepointError(f"environment variable {name} is not set or empty")
-    check_key(key, name)
+    check_key(key, name, test_key_ok=test_key_ok)
     return key

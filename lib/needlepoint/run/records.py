@@ -127,8 +127,22 @@ class RunRecord(_Absent):
     allow_insecure_http: bool | None = None
     # The declaration the run was started under (`--declaration`); absent without one.
     declaration: DeclarationRef | None = None
+    # A server you own: true when it ran without a key (--no-key), the host vouched for with
+    # --self-hosted, and the requests in flight at once when above 1 (--concurrency). Absent
+    # otherwise, and in every run.json written before they existed.
+    no_key: bool | None = None
+    self_hosted: str | None = None
+    concurrency: int | None = None
 
-    ABSENT: ClassVar = ("design_fingerprint", "body_profile", "allow_insecure_http", "declaration")
+    ABSENT: ClassVar = (
+        "design_fingerprint",
+        "body_profile",
+        "allow_insecure_http",
+        "declaration",
+        "no_key",
+        "self_hosted",
+        "concurrency",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,8 +159,11 @@ class SessionRecord(Limits, _Absent):
     package_version: str
     dropped_tail_sha256: str | None = None
     declaration_sha256: str | None = None
+    # Requests in flight at once, written only when above 1: attempts may then interleave with
+    # outcomes, at most this many open at a time (audit-run checks it).
+    concurrency: int | None = None
 
-    ABSENT: ClassVar = ("dropped_tail_sha256", "declaration_sha256")
+    ABSENT: ClassVar = ("dropped_tail_sha256", "declaration_sha256", "concurrency")
 
 
 @dataclass(frozen=True)
@@ -269,6 +286,8 @@ def _session(f: Fields) -> None:
     for name in ("dropped_tail_sha256", "declaration_sha256"):
         if name in f.obj:
             f.sha256(name)
+    if "concurrency" in f.obj:
+        f.integer("concurrency", low=2)
 
 
 def _attempt(f: Fields) -> None:

@@ -167,6 +167,20 @@ def derive(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunRe
     return RunResults(rows, run.simulation, head, prepared.fingerprint, prepared.root)
 
 
+# The results.csv cells that differ between any two live runs of the same answers, sequential
+# ones too: the latency each request measured, and the journal's hash (its records carry times).
+# Every other cell is a function of the plan and the answers, whatever order the answers came
+# in (`run --concurrency`).
+RUN_SPECIFIC_COLUMNS = ("latency_s", "journal_sha256")
+
+
+def answer_bytes(run_dir: str | Path, prepared_dir: str | Path | None = None) -> bytes:
+    """results.csv as ``needlepoint results`` writes it, with the RUN_SPECIFIC_COLUMNS cells
+    left empty: equal byte for byte for two runs that received the same answers."""
+    blank = dict.fromkeys(RUN_SPECIFIC_COLUMNS, "")
+    return b"".join(csv_chunks({**row, **blank} for row in derive(run_dir, prepared_dir).rows))
+
+
 def write_results(run_dir: str | Path, prepared_dir: str | Path | None = None) -> RunResults:
     """Write results.csv from the journal (``needlepoint results RUNDIR``), row by row."""
     results = derive(run_dir, prepared_dir)

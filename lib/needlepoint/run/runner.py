@@ -34,6 +34,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run import folder as run_folder
 from needlepoint.run.clock import SIM_EPOCH, RealClock, SimClock, anchor_gap, iso_utc
+from needlepoint.run.concurrent import send_concurrently
 from needlepoint.run.journal import Journal, JournalState
 from needlepoint.run.options import LIVE_MODES, PROGRESS_MODES, RunOptions, Settings, check_settings
 from needlepoint.run.records import (
@@ -134,6 +135,9 @@ FLAGS = {
     "allow_insecure_http": "--allow-insecure-http",
     "prepared_dir": "the prepared folder",
     "package_version": "the needlepoint version",
+    "no_key": "--no-key",
+    "self_hosted": "--self-hosted",
+    "concurrency": "--concurrency",
 }
 COST_FLAGS = {"input_rate": "--input-rate", "output_rate": "--output-rate", "cap": "--cost-cap"}
 
@@ -322,21 +326,35 @@ class Session:
     def one(self, transport: Any, seq: int, expected_sha: str) -> None:
         self.check_budget()
         gap = self.wait_gap(seq)
+        outgoing = self.attempt(transport, seq, expected_sha, gap)
+        try:
+            ex = transport.send(outgoing)
+        except BaseException as exc:  # KeyboardInterrupt mid-request: it may have executed
+            self.interrupted(seq, exc)
+            raise
+        self.record(seq, ex)
+
+    def attempt(self, transport: Any, seq: int, expected_sha: str, gap: float | None) -> Any:
+        """Build the request and journal (fsync) its ``attempt`` record: before it is sent."""
         outgoing = transport.build(self.s.prepared.bodies[seq])
         if outgoing.sha256 != expected_sha:
             raise NeedlepointError(f"seq {seq}: body to send does not hash to plan.csv's value")
         self.progress.sending(seq, self.last)
         self.append("attempt", seq=seq, request_sha256=outgoing.sha256, time=self.now(), gap_s=gap)
-        try:
-            ex = transport.send(outgoing)
-        except BaseException as exc:  # KeyboardInterrupt mid-request: it may have executed
-            arrived = getattr(exc, "exchange", None)
-            if arrived is not None:  # the status had arrived: keep it, its headers and bytes
-                self.append("outcome", **self.received(seq, arrived))
-            else:
-                detail = f"{type(exc).__name__} while the request was in flight"
-                self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
-            raise
+        return outgoing
+
+    def interrupted(self, seq: int, exc: BaseException) -> None:
+        """Journal an attempt in flight when the process was interrupted: it may have executed.
+        Once the status line had arrived, the status, kept headers and bytes read are kept."""
+        arrived = getattr(exc, "exchange", None)
+        if arrived is not None:
+            self.append("outcome", **self.received(seq, arrived))
+            return
+        detail = f"{type(exc).__name__} while the request was in flight"
+        self.append("outcome", **interrupted_fields(seq, self.now(), detail, False))
+
+    def record(self, seq: int, ex: Any) -> None:
+        """Journal what arrived for ``seq``, then apply the stop rules that follow an outcome."""
         # Whatever arrived is journalled before anything else can go wrong.
         record = self.append("outcome", **self.received(seq, ex))
         c = record["classification"]
@@ -377,6 +395,7 @@ class Session:
             **s.limits(),
             dropped_tail_sha256=sha256_hex(dropped) if dropped else None,
             declaration_sha256=None if s.declaration is None else s.declaration.sha256,
+            concurrency=s.concurrency if s.concurrency > 1 else None,
         )
         self.append("session", **record.to_plain())
         for seq in self.state.dangling:
@@ -385,9 +404,12 @@ class Session:
         reason, detail = "complete", "every planned seq has been attempted"
         transport = self.transport()
         try:
-            for row in s.prepared.plan:
-                if row.seq not in self.state.attempts:
-                    self.one(transport, row.seq, row.request_sha256)
+            if s.concurrency > 1:
+                send_concurrently(self, transport, Stop)
+            else:
+                for row in s.prepared.plan:
+                    if row.seq not in self.state.attempts:
+                        self.one(transport, row.seq, row.request_sha256)
         except Stop as stop:
             reason, detail = stop.reason, stop.detail
         except KeyboardInterrupt:
@@ -472,6 +494,8 @@ def run_protocol(
         _refuse_foreign(root)
     options, carried = carry_recorded_gap(options, saved)
     s = check_settings(prepared_dir, options)
+    for warning in s.warnings:  # a short test key accepted for a server you own
+        (notify or (lambda line: print(line, file=sys.stderr, flush=True)))(warning)
     root.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     with run_folder.FolderLock(root):
@@ -601,4 +625,7 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         declaration=None
         if s.declaration is None
         else DeclarationRef(relative_path(s.declaration.path, run_dir), s.declaration.sha256),
+        no_key=True if s.no_key else None,
+        self_hosted=s.self_hosted,
+        concurrency=s.concurrency if s.concurrency > 1 else None,
     )

@@ -54,7 +54,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 SWEEP_ENTRY = ("name", "prepared", "run_dir")
 SWEEP_OPTIONS = ("allow", "simulate", "sim_params", "base_url", "model", "api_key_env")
 SWEEP_OPTIONS += ("min_gap_s", "override_reason", "timeout_s", "input_rate", "output_rate")
-SWEEP_OPTIONS += ("cost_cap",)
+SWEEP_OPTIONS += ("cost_cap", "no_key", "self_hosted", "concurrency")
 SWEEP_KEYS = (*SWEEP_ENTRY, *SWEEP_OPTIONS)
 
 
