@@ -28,13 +28,17 @@ from needlepoint.analysis.primary import (
 from needlepoint.analysis.record import (
     AccuracyCell,
     AnalysisDocument,
+    Contrast,
     Effect,
     LengthSize,
     Primary,
     RefusalRow,
     RunContext,
     Scenario,
+    ShapeRow,
+    Shapes,
 )
+from needlepoint.analysis.shape import DECLINE, RISE
 from needlepoint.run.declaration import Declared, run_chain_lines
 from needlepoint.run.folder import recorded_declaration
 
@@ -104,43 +108,78 @@ def interval_text(e: Effect) -> str:
     return f"{fmt(e.estimate)} [{fmt(e.lower)}, {fmt(e.upper)}]"
 
 
-def q1_reading(e: Effect) -> str:
-    """Whether the interval shows a middle loss, the reverse, or neither."""
-    if e.lower is None or e.upper is None:
-        return "too few cases to tell"
-    if e.lower > 0:
-        return "a middle loss"
-    if e.upper < 0:
-        return "the middle does better than the ends"
-    return "no clear middle loss (the interval includes 0)"
+def p_text(p: float | None) -> str:
+    """A p-value in four digits; one that is 0 (no resample on the other side) as < 0.0001."""
+    if p is None:
+        return "—"
+    return "< 0.0001" if p == 0 else fmt(p)
+
+
+def contrast_text(c: Contrast) -> str:
+    """``B − M 0.6667 [0.5, 0.8167] (Holm p < 0.0001)``, or what is missing."""
+    if c.estimate is None:
+        return f"{c.name} —"
+    if c.lower is None or c.upper is None:
+        return f"{c.name} {fmt(c.estimate)} (one case: no interval)"
+    return (
+        f"{c.name} {fmt(c.estimate)} [{fmt(c.lower)}, {fmt(c.upper)}] "
+        f"(Holm p {p_text(c.p_adjusted)})"
+    )
+
+
+def shape_reading(row: ShapeRow) -> str:
+    """The verdict, the B, M and E counts it reads, and why; a trend says it is no U-shape."""
+    counts = ", ".join(f"{k} {v}" for k, v in row.counts.items())
+    trend = "; no U-shape" if row.verdict in (DECLINE, RISE) else ""
+    return f"{row.verdict} ({counts}): {row.reason}{trend}"
+
+
+def _where(doc: AnalysisDocument, length: int | None) -> str:
+    """``all lengths``, or the length with its prompt size where one is known."""
+    lengths = sorted({o.length for o in doc.secondary.accuracy})
+    at = length if length is not None or len(lengths) != 1 else lengths[0]
+    sizes = {s.length: s for s in doc.context.lengths}
+    if at is None:
+        return "all lengths"
+    return size_text(sizes[at]) if at in sizes else f"{at} records"
 
 
 def q1_lines(doc: AnalysisDocument) -> list[str]:
-    """Q1: the middle loss per similarity (and per length when there are several)."""
-    rows = [r for r in doc.effects.measures if r.measure == "middle loss"]
+    """Q1: the shape of the position curve per similarity (and per length when there are
+    several), from B − M and E − M under Holm; the composite middle loss beside it."""
     n = doc.effects.cases
+    shapes = doc.effects.shapes
+    how = "B − M and E − M" if shapes is not None else "(B + E)/2 − M"
     head = (
-        "Q1, is there a middle loss? (descriptive, not preregistered: (B + E)/2 − M over the "
-        f"{n} complete case{'s' * (n != 1)}, {100 * doc.parameters.confidence:g}% case-cluster "
-        "intervals)"
+        f"Q1, what shape is the position curve? (descriptive, not preregistered: {how} over "
+        f"the {n} complete case{'s' * (n != 1)}, {100 * doc.parameters.confidence:g}% "
+        "case-cluster intervals"
     )
+    if shapes is None:
+        head += "; no shape verdict: this analysis.json predates it, run `analyze` again)"
+    else:
+        head += (
+            f"; a U-shape needs both contrasts above 0 (intersection-union), each judged by "
+            f"{shapes.method})"
+        )
     if n == 0:
         return [head, "  no complete case: no estimate (the exploratory table lists the rest)"]
-    sizes = {s.length: s for s in doc.context.lengths}
-    lengths = sorted({o.length for o in doc.secondary.accuracy})
+    loss = {(r.similarity, r.length): r for r in doc.effects.measures if r.measure == "middle loss"}
     lines = [head]
-    for r in rows:
-        if r.similarity not in SIMILARITIES:
-            continue
-        at = r.length if r.length is not None or len(lengths) != 1 else lengths[0]
-        where = (
-            "all lengths"
-            if at is None
-            else size_text(sizes[at])
-            if at in sizes
-            else (f"{at} records")
+    if shapes is None:
+        for (sim, length), r in loss.items():
+            if sim in SIMILARITIES:
+                lines.append(f"  {sim} similarity, {_where(doc, length)}: middle loss "
+                             f"{interval_text(r)}")  # fmt: skip
+        return lines
+    for row in shapes.rows:
+        composite = loss.get((row.similarity, row.length))
+        tail = "" if composite is None else f"; middle loss {interval_text(composite)}"
+        lines.append(
+            f"  {row.similarity} similarity, {_where(doc, row.length)}: {shape_reading(row)}. "
+            f"{contrast_text(row.first)}, {contrast_text(row.last)}{tail}"
         )
-        lines.append(f"  {r.similarity} similarity, {where}: {interval_text(r)}: {q1_reading(r)}")
+    lines += [f"  Note: {d}." for d in shapes.disagreements]
     return lines
 
 
@@ -150,10 +189,10 @@ def q2_reading(p: Primary) -> str:
         return f"too few complete cases to answer ({p.reason})"
     est, lower, thr = fmt(p.estimate), p.interval.lower, p.threshold
     if p.decision == SUPPORTED:
-        return f"near-duplicate names add about {est} to the middle loss; the interval excludes 0"
+        return f"near-duplicate names raise (B + E)/2 − M by about {est}; the interval excludes 0"
     if p.estimate < thr and lower <= 0:
         return (
-            f"the added middle loss, {est}, is below the threshold {thr:g} and the interval "
+            f"the added (B + E)/2 − M, {est}, is below the threshold {thr:g} and the interval "
             "reaches 0: the data do not show that near-duplicate names add to it"
         )
     if lower <= 0:
@@ -162,6 +201,16 @@ def q2_reading(p: Primary) -> str:
             f"{fmt(lower)}: the rule does not support a real added loss"
         )
     return f"the added loss is above 0, but {est} is below the threshold {thr:g}"
+
+
+def change_line(shapes: Shapes) -> str:
+    """Where Q2's change sits: each position's accuracy high − low, Holm across the three."""
+    parts = ", ".join(contrast_text(c) for c in shapes.changes)
+    sits = shapes.change_sits
+    return (
+        f"  Where the change sits: {sits}. Accuracy high − low per position: {parts} "
+        f"({shapes.change_method})."
+    )
 
 
 def q2_lines(doc: AnalysisDocument) -> list[str]:
@@ -174,10 +223,13 @@ def q2_lines(doc: AnalysisDocument) -> list[str]:
             f"{fmt(p.estimate)} [{fmt(p.interval.lower)}, {fmt(p.interval.upper)}] (exactly "
             f"{p.estimate_exact} [{p.interval.lower_exact}, {p.interval.upper_exact}])"
         )
-    return [
-        "Q2, does similarity add to it? (preregistered: middle loss high − low)",
+    lines = [
+        "Q2, does similarity add to it? (preregistered: (B + E)/2 − M, high − low)",
         f"  {value}: {p.decision.upper()}. {reading[:1].upper()}{reading[1:]}.",
     ]
+    if p.decision != NOT_EVALUABLE and doc.effects.shapes is not None:
+        lines.append(change_line(doc.effects.shapes))
+    return lines
 
 
 def headline_lines(doc: AnalysisDocument) -> list[str]:
