@@ -514,7 +514,7 @@ def test_cli_analyze_results_writes_everything_deterministically(
     assert "not verified against a run journal" in doc["run"]["unverified"]
     summary = (tmp_path / "one" / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("# SIMULATION — not a model result\n")
-    decision = next(line for line in summary.splitlines() if line.startswith("**Decision"))
+    decision = next(line for line in summary.splitlines() if line.startswith("The rule, applied"))
     assert decision.endswith("were not verified against a run journal.")
     assert str(tmp_path) not in summary and str(tmp_path) not in json.dumps(doc)
 

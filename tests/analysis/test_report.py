@@ -48,7 +48,7 @@ def _effect(**fields: object) -> Effect:
     return Effect(**{**base, **fields})  # type: ignore[arg-type]
 
 
-def test_rows_show_the_exact_fraction_only_where_there_is_one() -> None:
+def test_rows_leave_the_exact_fractions_to_analysis_json() -> None:
     with_exact, without, none = effect_rows(
         [
             _effect(),
@@ -56,7 +56,7 @@ def test_rows_show_the_exact_fraction_only_where_there_is_one() -> None:
             _effect(estimate=None, estimate_exact=None, lower=None, upper=None, cases=0),
         ]
     )
-    assert with_exact == ["middle_loss", "low", "all", 2, "0.5 (1/2)", "[0.25, 0.75] ([1/4, 3/4])"]
+    assert with_exact == ["middle_loss", "low", "all", 2, "0.5", "[0.25, 0.75]"]
     assert without == ["B", "low", "all", 1, "0.5", "—"]
     assert none == ["middle_loss", "low", "all", 0, "—", "—"]
 

@@ -15,6 +15,7 @@ analyze` or a notebook analyses the run: the study record passes its lines down
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,13 @@ from needlepoint.run.declaration import Declared, run_chain_lines
 from needlepoint.run.folder import recorded_declaration
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """A Markdown table's lines (``(none)`` when empty): None as a dash, floats to 4 digits."""
+def markdown_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], empty: str = ""
+) -> list[str]:
+    """A Markdown table's lines: None as a dash, floats to 4 digits. Without rows, the
+    sentence ``empty`` says what that means (or nothing at all): never a bare "(none)"."""
     if not rows:
-        return ["(none)", ""]
+        return [empty, ""] if empty else []
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return [*out, ""]
@@ -260,18 +264,14 @@ def headline_markdown(doc: AnalysisDocument) -> list[str]:
 
 
 def effect_rows(rows: Sequence[Effect]) -> list[list[object]]:
-    """Table rows: measure, similarity, length, cases, estimate (exact), interval (exact)."""
+    """Table rows: measure, similarity, length, cases, estimate, interval (the exact fractions
+    are in analysis.json, not in the table)."""
     out = []
     for r in rows:
-        exact = "" if r.estimate_exact is None else f" ({r.estimate_exact})"
-        bounds = (
-            "—"
-            if r.lower is None
-            else (f"[{fmt(r.lower)}, {fmt(r.upper or 0)}] ([{r.lower_exact}, {r.upper_exact}])")
-        )
+        bounds = "—" if r.lower is None else f"[{fmt(r.lower)}, {fmt(r.upper or 0)}]"
         length = "all" if r.length is None else r.length
         name = r.measure if r.condition is None else r.condition
-        estimate = "—" if r.estimate is None else f"{fmt(r.estimate)}{exact}"
+        estimate = "—" if r.estimate is None else fmt(r.estimate)
         out.append([name, r.similarity, length, r.cases, estimate, bounds])
     return out
 
@@ -286,9 +286,9 @@ LEGEND = [
     "correct answer and 0 for a wrong one: 1 means both ends right and the middle wrong, 0 no "
     "loss, a negative value the middle better than the ends. A per-case cell such as "
     "`0 / -0.5, -0.5` reads: middle loss under low similarity 0, under high similarity −0.5, "
-    "and their difference (high − low) −0.5. Exact values are fractions (`5/14`). `—` means "
-    "missing, never 0. Intervals are 95% case-cluster percentile bootstrap intervals unless "
-    "named otherwise.",
+    "and their difference (high − low) −0.5. Tables show 4 digits; the exact fractions "
+    "(`5/14`) are in `analysis.json`. `—` means missing, never 0. Intervals are 95% "
+    "case-cluster percentile bootstrap intervals unless named otherwise.",
     "",
 ]
 
@@ -304,7 +304,7 @@ def effect_lines(doc: AnalysisDocument) -> list[str]:
         "difference. B − M and E − M split the middle loss into its two ends.",
         "",
     ]
-    headers = ["measure", "similarity", "length", "cases", "estimate (exact)", "interval (exact)"]
+    headers = ["measure", "similarity", "length", "cases", "estimate", "interval"]
     lines += markdown_table(headers, effect_rows(e.measures))
     lines += [
         "### Accuracy by position (every case with a valid answer in the cell)",
@@ -312,15 +312,19 @@ def effect_lines(doc: AnalysisDocument) -> list[str]:
         "Drawn against position in `accuracy_by_position_lines.png` (unless run without figures).",
         "",
     ]
-    headers = ["position", "similarity", "length", "cases", "accuracy (exact)", "interval (exact)"]
+    headers = ["position", "similarity", "length", "cases", "accuracy", "interval"]
     return lines + markdown_table(headers, effect_rows(e.positions))
 
 
 def _scenario_rows(rows: Sequence[Scenario]) -> list[list[object]]:
     out = []
     for s in rows:
-        bounds = "—" if s.lower_exact is None else f"[{s.lower_exact}, {s.upper_exact}]"
-        estimate = "—" if s.estimate_exact is None else s.estimate_exact
+        bounds = (
+            "—"
+            if s.lower_exact is None or s.upper_exact is None
+            else f"[{fmt(Fraction(s.lower_exact))}, {fmt(Fraction(s.upper_exact))}]"
+        )
+        estimate = "—" if s.estimate is None else fmt(s.estimate)
         changed = "**yes**" if s.changes else "no"
         out.append([s.label, s.complete_cases, estimate, bounds, s.decision, changed])
     return out
@@ -342,7 +346,9 @@ def robustness_lines(doc: AnalysisDocument) -> list[str]:
     else:
         lines += ["No missing cell: every planned response is protocol-valid.", ""]
     lines += ["### Leave one case out", ""]
-    lines += markdown_table(headers, _scenario_rows(r.leave_one_out))
+    lines += markdown_table(
+        headers, _scenario_rows(r.leave_one_out), "Not evaluable: no case to leave out."
+    )
     lines += ["### Other methods on the same complete cases", ""]
     f, b = r.sign_flip, r.second_interval
     if f is not None:
@@ -380,9 +386,7 @@ def robustness_lines(doc: AnalysisDocument) -> list[str]:
         "",
         "Where they disagree, the preregistered percentile interval still decides: it was fixed "
         "before any result existed, and the others are shown only to say how much the verdict "
-        "rests on that choice.",
-        "",
-        f"**Verdict: {r.verdict}**",
+        "rests on that choice. The headline's robustness line sums this panel up.",
         "",
     ]
     return lines
@@ -400,6 +404,7 @@ def diagnostic_lines(doc: AnalysisDocument) -> list[str]:
     lines += markdown_table(
         ["similarity", "names", "count", "share of wrong"],
         [[r.similarity, r.kind, r.count, r.share] for r in d.wrong_kinds],
+        "No wrong answer at B, M or E.",
     )
     lines += ["### High similarity: answers by near names before the target", ""]
     lines += markdown_table(
@@ -419,7 +424,7 @@ def _rate(r: AccuracyCell | RefusalRow) -> str:
 def _decision_lines(doc: AnalysisDocument) -> list[str]:
     p, comp = doc.primary, doc.completeness
     trust = f" Not verified: {doc.run.unverified}." if doc.run.unverified else ""
-    lines = [f"**Decision: {p.decision}** — {p.reason}.{trust}", ""]
+    lines = [f"The rule, applied: {p.reason}.{trust}", ""]
     iv = p.interval
     if iv:
         how = (
@@ -467,7 +472,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
         *_decision_lines(doc),
         "### Caveats",
         "",
-        *([f"- {c}" for c in doc.caveats] or ["(none)"]),
+        *([f"- {c}" for c in doc.caveats] or ["No caveat applies."]),
         "",
         "### Per complete case",
         "",
@@ -481,6 +486,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
             + [c.exact]
             for c in doc.primary.cases
         ],
+        "No complete case.",
     )
     lines += ["### Excluded from the primary analysis (exploratory)", ""]
     lines += markdown_table(
@@ -489,6 +495,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
             [r.case, r.length, r.loss_low, r.loss_high, r.difference, r.reason]
             for r in doc.exploratory
         ],
+        "Every planned case is complete: nothing is exploratory.",
     )
     lines += markdown_table(
         ["seq", "case", "length", "similarity", "condition", "category", "kind"],
@@ -541,6 +548,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
     lines += markdown_table(
         ["kind", "count", "indeterminate"],
         [[r.kind, r.count, "yes" if r.indeterminate else "no"] for r in sec.protocol_failures],
+        "No protocol failure, and every planned request was executed.",
     )
     luc = sec.latency_usage_cost
     lat = luc.latency_s
@@ -550,6 +558,12 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
         f"- executed requests: {luc.executed}",
         f"- latency (s): median {cell(lat.median)}, min {cell(lat.min)}, "
         f"max {cell(lat.max)} over {lat.known} known; {lat.unknown} unknown",
+        "- token counts and cost: "
+        + (
+            "made up by the simulator (a fake transport): no endpoint reported them"
+            if doc.simulation
+            else "as the endpoint reported them in each response's `usage`"
+        ),
     ]
     # Reasoning tokens only where the server reported some: most endpoints never do.
     reasoning = luc.reasoning_tokens
