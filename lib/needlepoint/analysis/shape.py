@@ -191,9 +191,10 @@ def change_sits(changes: Sequence[Contrast]) -> str:
         frozenset({"E"}): "at E",
         frozenset({"M", "E"}): "at both M and E",
     }
-    where = words.get(frozenset(at), "at neither M nor E")
+    if not at:
+        return "at B only, not at M or E"
     also = " (B changes too)" if "B" in moved else ""
-    return f"{where}{also}"
+    return f"{words[frozenset(at)]}{also}"
 
 
 def shapes(outcomes: Sequence[Outcome], params: AnalysisParameters) -> Shapes:
