@@ -9,11 +9,12 @@ states every field.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from needlepoint.analysis.power import PowerModel
 from needlepoint.pilot.record import DesignRef, HeldOutSeed
 from needlepoint.pilot.stats import LengthCounts
+from needlepoint.schema import plain_without_absent, record_with_absent
 
 CALIBRATION_FORMAT = "needlepoint-calibration"
 CALIBRATION_VERSION = 2
@@ -27,7 +28,13 @@ NOT_REACHED = "power not reached"
 
 @dataclass(frozen=True)
 class CalibrationRules:
-    """The rules a calibration applied, fixed before it read the pilot (docs/pilot.md)."""
+    """The rules a calibration applied, fixed before it read the pilot (docs/pilot.md).
+
+    ``band_per_similarity`` came later: true when each similarity arm's end accuracy had to be
+    inside the band; absent in a record made before, whose band read both arms pooled.
+    """
+
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("band_per_similarity",)
 
     band_low: float
     band_high: float
@@ -40,6 +47,14 @@ class CalibrationRules:
     max_requests: int | None
     simulations: int
     seed: int
+    band_per_similarity: bool | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        return plain_without_absent(self, self.ADDED_LATER)
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
+        return record_with_absent(cls, value, where, cls.ADDED_LATER)
 
 
 @dataclass(frozen=True)
