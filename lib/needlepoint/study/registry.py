@@ -82,7 +82,10 @@ def _analyses(base: Path, found: Found) -> list[Item]:
         design = lenient_field(doc, "protocol", "design_fingerprint")
         decision = lenient_field(doc, "primary", "decision")
         journal = lenient_field(doc, "run", "journal_sha256")
+        robust = lenient_field(doc, "robustness", "verdict")
         text = f"{decision} (journal {str(journal)[:12]}…)" if decision else "unreadable"
+        if decision and decision != "not evaluable" and isinstance(robust, str):
+            text += f"; {robust[:400]}"
         out.append(Item("analysis", rel, design if isinstance(design, str) else "", text))
     return out
 
@@ -94,9 +97,7 @@ def _comparisons(base: Path, found: Found) -> list[Item]:
         runs = lenient_field(doc, "runs")
         design = lenient_field(doc, "design_fingerprint")
         n = len(runs) if isinstance(runs, list) else 0
-        decisions = "; ".join(
-            str(lenient_field(r, "decision")) for r in runs or [] if isinstance(r, dict)
-        )
+        decisions = "; ".join(_with_robustness(r) for r in runs or [] if isinstance(r, dict))
         out.append(
             Item(
                 "comparison",
@@ -106,6 +107,15 @@ def _comparisons(base: Path, found: Found) -> list[Item]:
             )
         )
     return out
+
+
+def _with_robustness(run: dict) -> str:
+    """A compared run's decision, and its robustness word with reasons where it has one."""
+    decision = str(lenient_field(run, "decision"))
+    robust = lenient_field(run, "robustness")
+    if decision == "not evaluable" or not isinstance(robust, str):
+        return decision
+    return f"{decision} ({robust[:400]})"
 
 
 def _calibrations(base: Path, found: Found) -> list[Item]:
@@ -137,13 +147,30 @@ def _unrun(base: Path, found: Found, used: set[Path | None]) -> list[Item]:
     return out
 
 
+REPRODUCTION = (
+    "reproduction (byte-identical requests to the same model and server: a determinism check, "
+    "not a replication)"
+)
+REPLICATION = "replication on the same materials (another server or model)"
+
+
+def kind_of(a: RunEntry, b: RunEntry) -> str:
+    """A reproduction repeats byte-identical requests on the same model and server: it checks
+    determinism and says nothing new about the model. A replication needs fresh materials or
+    another model or server; two runs of the same bytes elsewhere are one on the same materials.
+    """
+    same = a.model == b.model and a.server == b.server and a.server != ""
+    return REPRODUCTION if same else REPLICATION
+
+
 def agreement(a: RunEntry, b: RunEntry) -> str | None:
-    """Request-by-request agreement of two runs that sent some of the same request bytes."""
+    """Request-by-request agreement of two runs that sent some of the same request bytes,
+    labelled a reproduction or a replication (``kind_of``)."""
     if a.problem or b.problem or not a.requests & b.requests:
         return None
     shared = sorted(k for k in a.requests & b.requests if k in a.answers and k in b.answers)
     same = sum(a.answers[k] == b.answers[k] for k in shared)
-    line = f"{same} of {len(shared)} shared outcomes identical"
+    line = f"{kind_of(a, b)}: {same} of {len(shared)} shared outcomes identical"
     if not (a.pilot or b.pilot):
         agree = a.decision == b.decision
         line += f"; decisions {'agree' if agree else 'differ'} ({a.decision}; {b.decision})"

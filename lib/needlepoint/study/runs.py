@@ -42,6 +42,8 @@ class RunEntry:
     declaration: str = "none"
     declaration_sha256: str | None = None
     journal_sha256: str = ""
+    robustness: str = ""  # the analysis's robustness word with its reasons
+    server: str = ""  # what answered: a local server's package, model file and context, or host
     # request SHA-256 -> the outcome received for it (a request with no response is absent)
     answers: dict[str, Answer] = field(default_factory=dict, repr=False)
     requests: frozenset[str] = frozenset()
@@ -57,7 +59,8 @@ class RunEntry:
             return f"unreadable: {self.problem}"
         if self.pilot:
             return "pilot (calibrates a design; no decision)"
-        return f"{self.decision} ({self.result})" if self.result else str(self.decision)
+        said = f"{self.decision} ({self.result})" if self.result else str(self.decision)
+        return f"{said}; {self.robustness}" if self.robustness else said
 
 
 def read_entry(
@@ -97,9 +100,9 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
     audit = audit_run(run_dir)
     first = next((p for p in audit.problems), "")
     audited = "ok" if audit.ok else f"FAILED ({len(audit.problems)}: {first[:120]})"
-    decision, result, complete, cases = None, "", None, None
+    decision, result, complete, cases, robust = None, "", None, None, ""
     if not pilot:
-        decision, result, complete, cases = _decision(run_dir)
+        decision, result, complete, cases, robust = _decision(run_dir)
     ref = run.declaration
     return RunEntry(
         path=shown,
@@ -122,6 +125,8 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
         else f"`{_shown(run_dir, ref.path, root)}` (sha256 {ref.sha256[:12]}…)",
         declaration_sha256=None if ref is None else ref.sha256,
         journal_sha256=chain.head,
+        robustness=robust,
+        server=server_identity(run.base_url, run.extra, run.simulate),
         answers=answers,
         requests=frozenset(sha_of.values()),
     )
@@ -137,22 +142,51 @@ def _shown(run_dir: Path, path: str, root: Path | None) -> str:
         return path
 
 
-def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None]:
-    """The run's preregistered decision, as `analyze` would give it (nothing written)."""
+def server_identity(base_url: str | None, extra: dict, simulate: object = None) -> str:
+    """What answered a run, for telling a reproduction from a replication: the simulator by its
+    mode and parameters; a local server by its package, version, model file SHA-256 and context
+    size (its port changes every start); any other endpoint by its scheme, host, port and path."""
+    from urllib.parse import urlsplit
+
+    from needlepoint.jsonio import canonical_bytes
+    from needlepoint.schema import to_plain
+
+    if simulate is not None:
+        plain = to_plain(simulate)
+        return f"simulator {plain.get('mode')}, {sha256_hex(canonical_bytes(plain))[:12]}"
+
+    local = extra.get("local_server") if isinstance(extra, dict) else None
+    if isinstance(local, dict):
+        server = local.get("server") if isinstance(local.get("server"), dict) else {}
+        gguf = local.get("gguf") if isinstance(local.get("gguf"), dict) else {}
+        return (
+            f"local {server.get('package')} {server.get('version')}, model file "
+            f"{str(gguf.get('sha256'))[:12]}, n_ctx {local.get('n_ctx')}"
+        )
+    if not base_url:
+        return ""
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None, str]:
+    """The run's preregistered decision and robustness, as `analyze` gives them (nothing
+    written)."""
     from needlepoint.analysis.document import build_document
     from needlepoint.analysis.inputs import from_run
 
     try:
         doc = build_document(from_run(run_dir))
     except NeedlepointError as exc:
-        return None, f"no analysis: {str(exc)[:160]}", None, None
+        return None, f"no analysis: {str(exc)[:160]}", None, None, ""
     p = doc.primary
     result = ""
     if p.estimate is not None and p.interval is not None:
         result = f"{p.estimate:.4g} [{p.interval.lower:.4g}, {p.interval.upper:.4g}]"
     elif p.estimate is not None:
         result = f"{p.estimate:.4g}"
-    return p.decision, result, p.complete_cases, p.planned_cases
+    robust = "" if p.decision == "not evaluable" else doc.robustness.verdict
+    return p.decision, result, p.complete_cases, p.planned_cases, robust
 
 
 def pilot_design_of(folder: Path) -> str:
