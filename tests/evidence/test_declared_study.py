@@ -147,3 +147,20 @@ def test_the_registry_lists_every_run_of_the_folder() -> None:
         assert f"{kind} {STUDY.name}/{rel}:" in registry, rel
     assert f"calibration {STUDY.name}/calibration/c1.json" in registry
     assert f"analysis {STUDY.name}/main/analysis" in registry
+
+
+def test_the_command_refuses_c2_with_the_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`needlepoint calibrate` on the C2 pilot, whose low arm is at the ceiling: exit 1, the
+    numbers of each arm outside the band, and no protocol written."""
+    out = tmp_path / "c2-now.json"
+    argv = ["calibrate", str(STUDY / "pilots" / "c2"), "--out", str(out), "--effect", "0.2",
+            "--max-requests", "1024", "--simulations", "50", "--version", "99"]  # fmt: skip
+    assert main(argv) == 1
+    printed = capsys.readouterr().out
+    assert "end accuracy under low similarity 1.000 (32/32) is above the band (ceiling side)" in (
+        printed
+    )
+    assert "NO PROTOCOL WRITTEN: no length qualifies" in printed
+    assert not out.exists()
