@@ -540,6 +540,11 @@ def test_tables_for_notebooks(prepared: Prepared) -> None:
     cases = result.table("cases")
     assert list(cases.columns) == ["case", "difference_60", "difference_240", "difference"]
     assert len(cases) == 8 and result.table("errors")["near_distractor_code"].sum() == 16
+    shapes = result.table("shapes")
+    assert len(shapes) == 6 and list(shapes.columns)[:5] == [
+        "similarity", "length", "B correct/valid", "M correct/valid", "E correct/valid"
+    ]  # fmt: skip
+    assert {"B − M p_adjusted", "E − M estimate", "verdict"} <= set(shapes.columns)
     with pytest.raises(KeyError):
         result.table("nope")
 

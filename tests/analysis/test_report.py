@@ -28,6 +28,7 @@ from needlepoint.analysis.report import (
     q2_lines,
     q2_reading,
     record_lines,
+    shape_lines,
     size_text,
     study_record_section,
 )
@@ -268,3 +269,20 @@ def test_without_a_declaration_the_study_record_section_is_left_out(tmp_path: Pa
     ]
     assert study_record_section([]) == []
     assert study_record_section(["x"]) == ["## The study record", "", "x", ""]
+
+
+def test_the_shape_table_shows_both_contrasts_their_holm_p_and_the_verdict() -> None:
+    first, last = _contrast("B − M", 0.5, 0.25, 0.75, 0.0), _contrast("E − M", -0.1, -0.2, 0, 1)
+    counts = {"B": "8/8", "M": "4/8", "E": "3/8"}
+    row = ShapeRow("high", None, first, last, counts, "decline with position", "why")
+    one = replace(row, length=4, first=replace(row.first, lower=None, upper=None))
+    shapes = SimpleNamespace(method="Holm across the 4 contrasts", rows=[row, one])
+    lines = shape_lines(shapes)
+    assert lines[0] == "### The shape of the position curve (Q1)"
+    assert "Holm across the 4 contrasts; the unadjusted p" in lines[2]
+    assert lines[6] == (
+        "| high | all | 8/8, 4/8, 3/8 | 0.5 [0.25, 0.75] | < 0.0001 | -0.1 [-0.2, 0] | 1 | "
+        "decline with position |"
+    )
+    assert lines[7].startswith("| high | 4 | 8/8, 4/8, 3/8 | 0.5 | < 0.0001 |")
+    assert shape_lines(None) == []

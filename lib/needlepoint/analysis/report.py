@@ -293,6 +293,42 @@ LEGEND = [
 ]
 
 
+def shape_lines(shapes: Shapes | None) -> list[str]:
+    """Q1's shape verdicts as one table: both contrasts, their Holm-adjusted p, the verdict."""
+    if shapes is None:
+        return []
+    headers = ["similarity", "length", "B, M, E", "B − M", "Holm p", "E − M", "Holm p", "shape"]
+
+    def bounds(c: Contrast) -> str:
+        if c.estimate is None:
+            return "—"
+        if c.lower is None or c.upper is None:
+            return fmt(c.estimate)
+        return f"{fmt(c.estimate)} [{fmt(c.lower)}, {fmt(c.upper)}]"
+
+    rows = [
+        [
+            r.similarity,
+            "all" if r.length is None else r.length,
+            ", ".join(r.counts.values()),
+            bounds(r.first),
+            p_text(r.first.p_adjusted),
+            bounds(r.last),
+            p_text(r.last.p_adjusted),
+            r.verdict,
+        ]
+        for r in shapes.rows
+    ]
+    return [
+        "### The shape of the position curve (Q1)",
+        "",
+        f"Both ends against the middle; a U-shape needs both above 0. {shapes.method}; the "
+        "unadjusted p and exact fractions are in `analysis.json` (`effects.shapes`).",
+        "",
+        *markdown_table(headers, rows),
+    ]
+
+
 def effect_lines(doc: AnalysisDocument) -> list[str]:
     """Middle loss, B − M and E − M per similarity and their differences; accuracy by position."""
     e = doc.effects
@@ -306,6 +342,7 @@ def effect_lines(doc: AnalysisDocument) -> list[str]:
     ]
     headers = ["measure", "similarity", "length", "cases", "estimate", "interval"]
     lines += markdown_table(headers, effect_rows(e.measures))
+    lines += shape_lines(e.shapes)
     lines += [
         "### Accuracy by position (every case with a valid answer in the cell)",
         "",
