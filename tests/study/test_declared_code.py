@@ -127,3 +127,16 @@ def test_audit_run_passes_the_declared_code_and_flags_a_changed_commit(declared_
     assert any(
         line.startswith("WARNING declaration ../d.json: session 1") for line in report.lines()
     )
+
+
+def test_a_hostile_provenance_file_is_skipped_never_read_whole(declared_run: Path) -> None:
+    from needlepoint.run.declaration import MAX_PROVENANCE_BYTES, session_code
+
+    path = declared_run / "provenance.jsonl"
+    path.write_text("[" * 100_000 + "\n{not json\n" + json.dumps({"code": "x"}) + "\n")
+    assert session_code(declared_run) == []  # nothing readable: nothing compared
+    report = audit_run(declared_run)
+    assert report.ok and any("provenance.jsonl records none" in w for w in report.warnings)
+    with path.open("wb") as f:
+        f.truncate(MAX_PROVENANCE_BYTES + 1)
+    assert session_code(declared_run) == []

@@ -33,6 +33,7 @@ HEAD_KINDS = ("run", "pilot")
 _HEX = re.compile(r"[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 MAX_PUBLISHED = 2000
+MAX_PROVENANCE_BYTES = 16 << 20
 
 
 def published_place(url: str) -> str:
@@ -345,14 +346,18 @@ def session_code(run_dir: Path) -> list[CodeRef]:
     import json
 
     out = []
+    path = run_dir / "provenance.jsonl"
     try:
-        lines = (run_dir / "provenance.jsonl").read_text(encoding="utf-8").splitlines()
+        # A few hundred bytes a session: a file far larger is not the runner's, and is not read.
+        if path.stat().st_size > MAX_PROVENANCE_BYTES:
+            return []
+        lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return []
     for line in lines:
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(rec, dict) or rec.get("event", "session_start") != "session_start":
             continue
