@@ -79,8 +79,8 @@ def test_gemma_numbers_are_exact_fractions_in_analysis_json(gemma: dict) -> None
         128,
     )
     assert r["verdict"] == (
-        "fragile: changes when seq 19 (S3, 12 records, low, M) is scored correct (supported); "
-        "when case S6 is left out (supported)"
+        "fragile: leaving out S6 flips it; it flips when seq 19 (S3, 12 records, low, M) is "
+        "scored correct (supported); sign-flip p 3/32"
     )
 
 
@@ -106,10 +106,10 @@ def test_analysing_gemma_prints_q1_q2_and_the_robustness_line(
     assert main(["analyze", str(GEMMA / "gemma3"), "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("model gemma3-270m-q4_k_m (completion profile), endpoint 127.0.0.1")
-    assert any(line.startswith("Q1, is there a middle loss?") for line in out)
+    assert any(line.startswith("Q1, what shape is the position curve?") for line in out)
     assert any(line.startswith("Q2, does similarity add to it?") for line in out)
     robust = next(line for line in out if line.startswith("Robustness: "))
-    assert "seq 19" in robust and "case S6" in robust
+    assert "seq 19" in robust and "leaving out S6 flips it" in robust
 
 
 def test_the_summary_opens_with_the_headline_and_a_legend(prepared: Prepared) -> None:
@@ -119,12 +119,12 @@ def test_the_summary_opens_with_the_headline_and_a_legend(prepared: Prepared) ->
     )
     md = summary_markdown(doc)
     head = md.split("## Primary analysis (preregistered)")[0]
-    assert head.index("**Q1, is there a middle loss?") < head.index("**Q2, does similarity")
+    assert head.index("**Q1, what shape is the position") < head.index("**Q2, does similarity")
     assert "**Robustness: " in head
     assert "`0 / -0.5, -0.5` reads: middle loss under low similarity 0, under high" in head
     assert "A: absent (an unrelated record of the same length in the middle" in head
     caveats = md.split("### Caveats\n\n")[1].split("\n\n")[0]
-    assert caveats != "(none)"
+    assert caveats != "No caveat applies."
     assert "Position at floor or ceiling: B under low similarity 0/16 (floor); " in caveats
     assert "B under high similarity 0/16 (floor)" in caveats
 

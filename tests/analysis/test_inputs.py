@@ -28,6 +28,7 @@ from support.results import JOURNAL, make_input, make_prepared, make_rows, write
 from needlepoint.analysis.inputs import (
     CHARACTERS,
     RESULT_COLUMNS,
+    SIMULATED_USAGE,
     TOKENIZER,
     UNVERIFIED_TABLE,
     USAGE,
@@ -245,7 +246,9 @@ def test_a_results_table_is_read_and_marked_unverified(tmp_path: Path, prepared:
     assert len(inp.outcomes) == len(prepared.plan)
     # A table has no journal: no endpoint, dates or sessions, but the prompt size per length
     # (which the headline names) still comes from the prepared folder.
-    assert inp.context == run_context(prepared, inp.outcomes, None)
+    assert inp.context == run_context(prepared, inp.outcomes, None, simulation=True)
+    # A simulated run's token counts are the simulator's, never "reported by the endpoint".
+    assert {size.source for size in inp.context.lengths} == {SIMULATED_USAGE}
     assert inp.context.sessions is None and inp.context.endpoint_host is None
     assert [size.length for size in inp.context.lengths] == sorted(
         {p.length for p in prepared.plan}

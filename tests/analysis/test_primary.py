@@ -514,7 +514,7 @@ def test_cli_analyze_results_writes_everything_deterministically(
     assert "not verified against a run journal" in doc["run"]["unverified"]
     summary = (tmp_path / "one" / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("# SIMULATION — not a model result\n")
-    decision = next(line for line in summary.splitlines() if line.startswith("**Decision"))
+    decision = next(line for line in summary.splitlines() if line.startswith("The rule, applied"))
     assert decision.endswith("were not verified against a run journal.")
     assert str(tmp_path) not in summary and str(tmp_path) not in json.dumps(doc)
 
@@ -540,6 +540,11 @@ def test_tables_for_notebooks(prepared: Prepared) -> None:
     cases = result.table("cases")
     assert list(cases.columns) == ["case", "difference_60", "difference_240", "difference"]
     assert len(cases) == 8 and result.table("errors")["near_distractor_code"].sum() == 16
+    shapes = result.table("shapes")
+    assert len(shapes) == 6 and list(shapes.columns)[:5] == [
+        "similarity", "length", "B correct/valid", "M correct/valid", "E correct/valid"
+    ]  # fmt: skip
+    assert {"B − M p_adjusted", "E − M estimate", "verdict"} <= set(shapes.columns)
     with pytest.raises(KeyError):
         result.table("nope")
 

@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from needlepoint.analysis.primary import NOT_EVALUABLE, NOT_SUPPORTED
-from needlepoint.analysis.record import Effect, LengthSize
+from needlepoint.analysis.record import Contrast, Effect, LengthSize, ShapeRow
 from needlepoint.analysis.report import (
+    contrast_text,
     effect_rows,
     facts_line,
     interval_text,
     lengths_line,
+    p_text,
     q1_lines,
-    q1_reading,
     q2_lines,
     q2_reading,
     record_lines,
+    shape_lines,
     size_text,
     study_record_section,
 )
@@ -46,7 +49,7 @@ def _effect(**fields: object) -> Effect:
     return Effect(**{**base, **fields})  # type: ignore[arg-type]
 
 
-def test_rows_show_the_exact_fraction_only_where_there_is_one() -> None:
+def test_rows_leave_the_exact_fractions_to_analysis_json() -> None:
     with_exact, without, none = effect_rows(
         [
             _effect(),
@@ -54,29 +57,17 @@ def test_rows_show_the_exact_fraction_only_where_there_is_one() -> None:
             _effect(estimate=None, estimate_exact=None, lower=None, upper=None, cases=0),
         ]
     )
-    assert with_exact == ["middle_loss", "low", "all", 2, "0.5 (1/2)", "[0.25, 0.75] ([1/4, 3/4])"]
+    assert with_exact == ["middle_loss", "low", "all", 2, "0.5", "[0.25, 0.75]"]
     assert without == ["B", "low", "all", 1, "0.5", "—"]
     assert none == ["middle_loss", "low", "all", 0, "—", "—"]
 
 
-def test_interval_text_and_q1_reading_at_each_case() -> None:
+def test_interval_text_at_each_case() -> None:
     dash = _effect(estimate=None, estimate_exact=None, lower=None, upper=None, cases=0)
     one_sided = _effect(upper=None)  # an interval needs both ends
     assert interval_text(dash) == "—"
     assert interval_text(one_sided) == "0.5 (one case: no interval)"
     assert interval_text(_effect()) == "0.5 [0.25, 0.75]"
-    assert q1_reading(one_sided) == "too few cases to tell"
-    assert q1_reading(_effect(lower=None)) == "too few cases to tell"
-    assert q1_reading(_effect()) == "a middle loss"
-    assert q1_reading(_effect(lower=-0.5, upper=-0.25)) == "the middle does better than the ends"
-    assert (
-        q1_reading(_effect(lower=0.0, upper=0.25))
-        == "no clear middle loss (the interval includes 0)"
-    )
-    assert (
-        q1_reading(_effect(lower=-0.25, upper=0.0))
-        == "no clear middle loss (the interval includes 0)"
-    )
 
 
 def test_size_text_shows_the_spread_only_when_lengths_vary() -> None:
@@ -99,7 +90,7 @@ def test_q2_reading_at_each_edge_of_the_rule() -> None:
     assert q2_reading(_primary(NOT_SUPPORTED, None, 0.2)) == few
     assert q2_reading(_primary(NOT_SUPPORTED, 0.05, None)) == few
     below = (
-        "the added middle loss, 0.05, is below the threshold 0.1 and the interval reaches 0: "
+        "the added (B + E)/2 − M, 0.05, is below the threshold 0.1 and the interval reaches 0: "
         "the data do not show that near-duplicate names add to it"
     )
     assert q2_reading(_primary(NOT_SUPPORTED, 0.05, 0.0)) == below  # lower exactly 0
@@ -153,23 +144,57 @@ def test_lengths_line_names_every_source_once_in_order() -> None:
     assert lengths_line(SimpleNamespace(lengths=[])) is None
 
 
-def test_q1_lines_skip_a_row_of_another_similarity_and_go_on() -> None:
+def _q1_doc(shapes: object) -> SimpleNamespace:
     rows = [
         _effect(measure="middle loss", similarity="mixed", length=4),
         _effect(measure="middle loss", similarity="low", length=4),
         _effect(measure="by position", similarity="high", length=4),
         _effect(measure="middle loss", similarity="high", length=4),
     ]
-    doc = SimpleNamespace(
-        effects=SimpleNamespace(measures=rows, cases=2),
+    return SimpleNamespace(
+        effects=SimpleNamespace(measures=rows, cases=2, shapes=shapes),
         parameters=SimpleNamespace(confidence=0.95),
         context=SimpleNamespace(lengths=[]),
         secondary=SimpleNamespace(accuracy=[SimpleNamespace(length=4)]),
     )
-    assert q1_lines(doc)[1:] == [
-        "  low similarity, 4 records: 0.5 [0.25, 0.75]: a middle loss",
-        "  high similarity, 4 records: 0.5 [0.25, 0.75]: a middle loss",
+
+
+def test_q1_lines_without_a_shape_verdict_give_numbers_and_no_words() -> None:
+    """An analysis.json written before shape verdicts: the composite alone never gets words."""
+    lines = q1_lines(_q1_doc(None))
+    assert "predates it, run `analyze` again" in lines[0]
+    assert lines[1:] == [
+        "  low similarity, 4 records: middle loss 0.5 [0.25, 0.75]",
+        "  high similarity, 4 records: middle loss 0.5 [0.25, 0.75]",
     ]
+
+
+def _contrast(name: str, estimate: float, lower: float, upper: float, p: float) -> Contrast:
+    return Contrast(name, 4, estimate, None, lower, upper, p, None, p, 0)
+
+
+def test_q1_lines_read_the_shape_with_both_contrasts_and_the_composite() -> None:
+    row = ShapeRow(
+        "high", 4, _contrast("B − M", 0.5, 0.25, 0.75, 0.0), _contrast("E − M", -0.1, -0.2, 0, 1),
+        {"B": "8/8", "M": "4/8", "E": "3/8"}, "decline with position", "why",
+    )  # fmt: skip
+    shapes = SimpleNamespace(method="Holm across the 2 contrasts", rows=[row], disagreements=["D"])
+    lines = q1_lines(_q1_doc(shapes))
+    assert "each judged by Holm across the 2 contrasts" in lines[0]
+    assert lines[1:] == [
+        "  high similarity, 4 records: decline with position (B 8/8, M 4/8, E 3/8): why; no "
+        "U-shape. B − M 0.5 [0.25, 0.75] (Holm p < 0.0001), E − M -0.1 [-0.2, 0] (Holm p 1); "
+        "middle loss 0.5 [0.25, 0.75]",
+        "  Note: D.",
+    ]
+
+
+def test_p_and_contrast_text_at_each_case() -> None:
+    assert p_text(None) == "—" and p_text(0.0) == "< 0.0001" and p_text(0.01234) == "0.01234"
+    c = _contrast("E − M", 0.25, 0.0, 0.5, 0.5)
+    assert contrast_text(c) == "E − M 0.25 [0, 0.5] (Holm p 0.5)"
+    assert contrast_text(replace(c, lower=None)) == "E − M 0.25 (one case: no interval)"
+    assert contrast_text(replace(c, estimate=None)) == "E − M —"
 
 
 def test_q2_lines_show_no_value_without_both_estimate_and_interval() -> None:
@@ -244,3 +269,20 @@ def test_without_a_declaration_the_study_record_section_is_left_out(tmp_path: Pa
     ]
     assert study_record_section([]) == []
     assert study_record_section(["x"]) == ["## The study record", "", "x", ""]
+
+
+def test_the_shape_table_shows_both_contrasts_their_holm_p_and_the_verdict() -> None:
+    first, last = _contrast("B − M", 0.5, 0.25, 0.75, 0.0), _contrast("E − M", -0.1, -0.2, 0, 1)
+    counts = {"B": "8/8", "M": "4/8", "E": "3/8"}
+    row = ShapeRow("high", None, first, last, counts, "decline with position", "why")
+    one = replace(row, length=4, first=replace(row.first, lower=None, upper=None))
+    shapes = SimpleNamespace(method="Holm across the 4 contrasts", rows=[row, one])
+    lines = shape_lines(shapes)
+    assert lines[0] == "### The shape of the position curve (Q1)"
+    assert "Holm across the 4 contrasts; the unadjusted p" in lines[2]
+    assert lines[6] == (
+        "| high | all | 8/8, 4/8, 3/8 | 0.5 [0.25, 0.75] | < 0.0001 | -0.1 [-0.2, 0] | 1 | "
+        "decline with position |"
+    )
+    assert lines[7].startswith("| high | 4 | 8/8, 4/8, 3/8 | 0.5 | < 0.0001 |")
+    assert shape_lines(None) == []

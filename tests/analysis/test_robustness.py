@@ -280,7 +280,7 @@ def test_a_run_that_is_not_evaluable_gets_only_the_missing_cell_scenarios() -> N
         "seq 14 (S2, 60 records, high, M) is scored wrong (supported)",
     )
     assert r.verdict == (
-        "fragile: changes when seq 14 (S2, 60 records, high, M) is scored correct (not "
+        "fragile: it flips when seq 14 (S2, 60 records, high, M) is scored correct (not "
         "supported); when seq 14 (S2, 60 records, high, M) is scored wrong (supported)"
     )
     assert [s.label.split("; ")[1] for s in r.missing] == [
@@ -291,7 +291,7 @@ def test_a_run_that_is_not_evaluable_gets_only_the_missing_cell_scenarios() -> N
 
 def test_a_not_evaluable_run_with_nothing_missing_is_robust() -> None:
     r = robustness(cases(2), analysis_params(), prim("not evaluable"))
-    assert (r.missing, r.changes, r.verdict) == ((), (), "robust")
+    assert (r.missing, r.changes, r.verdict) == ((), (), "robust: no missing cell changes it")
 
 
 def test_a_run_every_check_agrees_with_is_robust() -> None:
@@ -305,7 +305,10 @@ def test_a_run_every_check_agrees_with_is_robust() -> None:
     )
     assert r.second_interval is not None and r.second_interval.agrees is True
     assert [m.agrees for m in r.models if m.model == LINEAR] == [True]
-    assert (r.missing, r.changes, r.verdict) == ((), (), "robust")
+    assert (r.missing, r.changes) == ((), ())
+    assert r.verdict == (
+        "robust: no missing cell, no single case and no other method changes it; sign-flip p 1/64"
+    )
 
 
 def test_a_run_every_check_contradicts_names_each_change_in_order() -> None:
@@ -325,8 +328,11 @@ def test_a_run_every_check_contradicts_names_each_change_in_order() -> None:
         "the sign-flip test decides instead (one-sided p 1/2)",
         f"the {LINEAR} decides instead",
     )
-    assert r.verdict == "fragile: changes when " + "; when ".join(r.changes)
-    assert r.verdict.startswith("fragile: changes when case S1 is left out (not supported); when ")
+    assert r.verdict == (
+        "fragile: leaving out S1, S2, S3, S4 or S5 flips it (5 of 5 cases); the BCa interval "
+        f"disagrees (lower bound {bca}); the sign-flip test disagrees (p 1/2); the {LINEAR} "
+        "disagrees"
+    )
 
 
 def test_the_sign_flip_passes_only_with_p_below_the_intervals_tail() -> None:
@@ -392,7 +398,11 @@ def test_a_missing_cell_whose_scoring_changes_nothing_leaves_the_run_robust() ->
     outcomes = missing(cases(2, 2, 2, 2, 2, 1, 1), 3)
     r = robustness(outcomes, analysis_params(), prim("supported"))
     assert [(s.decision, s.changes) for s in r.missing] == [("supported", False)] * 2
-    assert (r.changes, r.verdict) == ((), "robust")
+    assert (r.changes, r.verdict) == (
+        (),
+        "robust: no way of scoring its 1 missing cell, no single case and no other method "
+        f"changes it; sign-flip p {r.sign_flip.p_one_sided_exact}",
+    )
 
 
 def test_the_models_read_the_threshold_against_the_mean_of_the_cases() -> None:
@@ -503,7 +513,9 @@ def test_a_run_that_nothing_changes_is_robust(prepared: Prepared) -> None:
     assert doc.primary.decision == "supported" and r.missing == ()
     assert r.sign_flip is not None and r.sign_flip.agrees
     assert r.second_interval is not None and r.second_interval.agrees is None  # BCa undefined
-    assert r.changes == () and r.verdict == "robust"
+    assert r.changes == () and r.verdict == (
+        "robust: no missing cell, no single case and no other method changes it; sign-flip p 1/256"
+    )
 
 
 def test_a_sign_flip_that_cannot_reject_makes_three_cases_fragile(prepared: Prepared) -> None:
@@ -515,7 +527,7 @@ def test_a_sign_flip_that_cannot_reject_makes_three_cases_fragile(prepared: Prep
     r = robustness(outcomes, analysis_params(), pr)
     assert r.sign_flip is not None and r.sign_flip.p_one_sided_exact == "1/8"
     assert not r.sign_flip.agrees
-    assert "the sign-flip test decides instead (one-sided p 1/8)" in r.verdict
+    assert r.verdict == "fragile: the sign-flip test disagrees (p 1/8)"
 
 
 def test_the_linear_model_reproduces_the_estimate_and_the_logistic_names_separation() -> None:

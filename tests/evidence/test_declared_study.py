@@ -40,10 +40,12 @@ RUNS = ("pilots/c1/run", "pilots/c2/run", "main/run")
 VERSIONS = {"c1": 32, "c2": 33}
 
 
-def _options(version: int) -> CalibrationOptions:
+def _options(version: int, per_similarity: bool = False) -> CalibrationOptions:
+    """The declared options; the band read both similarity arms pooled when they were made."""
     return CalibrationOptions(
-        effect=0.2, max_requests=1024, simulations=1000, seed=20260930, version=version
-    )
+        effect=0.2, max_requests=1024, simulations=1000, seed=20260930, version=version,
+        band_per_similarity=per_similarity,
+    )  # fmt: skip
 
 
 def _first_record(run: Path) -> dict:
@@ -89,6 +91,21 @@ def test_calibrations_rederive_byte_for_byte(cand: str, then: tuple) -> None:
     assert protocol_bytes(result.protocol) == (committed / f"{cand}-protocol.json").read_bytes()
 
 
+@pytest.mark.parametrize("cand", sorted(VERSIONS))
+def test_today_each_candidate_would_be_refused_with_its_numbers(cand: str, then: tuple) -> None:
+    """Issue 34: each similarity arm's end accuracy must be inside the band. C2's low arm sits at
+    the ceiling (32/32 at both lengths) and its high arm below the band, C1's high arm too: both
+    are refused now, as the README says; the recorded calibrations stay as they were made."""
+    result = calibrate(STUDY / "pilots" / cand, _options(VERSIONS[cand], True), then)
+    assert result.protocol is None and result.record.verdict == "no length qualifies"
+    assert result.record.rules.band_per_similarity is True
+    if cand == "c2":
+        assert result.record.reason.startswith(
+            "12: end accuracy under low similarity 1.000 (32/32) is above the band (ceiling "
+            "side); end accuracy under high similarity 0.438 (14/32) is below the band"
+        )
+
+
 def test_the_declared_choice_is_the_main_run() -> None:
     """Fewest planned requests (cases x lengths x 8) among recommended versions; C1 on a tie."""
     planned = {}
@@ -130,3 +147,20 @@ def test_the_registry_lists_every_run_of_the_folder() -> None:
         assert f"{kind} {STUDY.name}/{rel}:" in registry, rel
     assert f"calibration {STUDY.name}/calibration/c1.json" in registry
     assert f"analysis {STUDY.name}/main/analysis" in registry
+
+
+def test_the_command_refuses_c2_with_the_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`needlepoint calibrate` on the C2 pilot, whose low arm is at the ceiling: exit 1, the
+    numbers of each arm outside the band, and no protocol written."""
+    out = tmp_path / "c2-now.json"
+    argv = ["calibrate", str(STUDY / "pilots" / "c2"), "--out", str(out), "--effect", "0.2",
+            "--max-requests", "1024", "--simulations", "50", "--version", "99"]  # fmt: skip
+    assert main(argv) == 1
+    printed = capsys.readouterr().out
+    assert "end accuracy under low similarity 1.000 (32/32) is above the band (ceiling side)" in (
+        printed
+    )
+    assert "NO PROTOCOL WRITTEN: no length qualifies" in printed
+    assert not out.exists()

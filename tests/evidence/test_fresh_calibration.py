@@ -21,7 +21,10 @@ EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 C1 = EVIDENCE / "20261201-local-pilot-calibrate" / "pilots" / "c1"
 # The declared options without the amended request bound, but at an effect the pilot's
 # per-similarity rates allow (their ceiling is 0.25, so the declared 0.3 is now refused).
-OPTIONS = CalibrationOptions(effect=0.2, simulations=1000, seed=20260930, version=7)
+# The committed calibration was made when the band read both similarity arms pooled.
+OPTIONS = CalibrationOptions(
+    effect=0.2, simulations=1000, seed=20260930, version=7, band_per_similarity=False
+)
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,8 @@ def test_the_bad_format_answers_are_counted_as_the_docs_say() -> None:
     docs = (ROOT / "docs" / "local-model.md").read_text("utf-8")
     readme = (ROOT / "README.md").read_text("utf-8")
     for text in (docs, readme):
-        assert "34" in text and "31" in text and "typically a number" not in text.replace(
-            'not "typically a number"', ""
+        assert (
+            "34" in text
+            and "31" in text
+            and "typically a number" not in text.replace('not "typically a number"', "")
         )

@@ -15,7 +15,15 @@ from support.fuzz import run_cli
 from needlepoint.design.prepared import prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
-from needlepoint.study.registry import agreement, collect, read_entry, registry_lines
+from needlepoint.study.registry import (
+    REPLICATION,
+    REPRODUCTION,
+    agreement,
+    collect,
+    kind_of,
+    read_entry,
+    registry_lines,
+)
 
 
 def _run(prepared: Path, run: Path, allow: int, simulate: str = "perfect", **params) -> None:
@@ -60,8 +68,10 @@ def test_runs_of_the_same_request_bytes_are_compared_request_by_request(root: Pa
     # run2 is faulty: of its 64 attempts, the ones answered at all are compared.
     shared = [k for k in b.answers if k in a.answers]
     same = sum(a.answers[k] == b.answers[k] for k in shared)
+    # Another simulator mode answered run2: the same materials elsewhere, not a reproduction.
+    assert kind_of(a, b) == REPLICATION and kind_of(a, a) == REPRODUCTION
     assert agreement(a, b) == (
-        f"{same} of {len(shared)} shared outcomes identical; decisions "
+        f"{REPLICATION}: {same} of {len(shared)} shared outcomes identical; decisions "
         f"{'agree' if a.decision == b.decision else 'differ'} ({a.decision}; {b.decision})"
     )
     assert 0 < same < len(shared)  # faulty answers differ from perfect ones, some agree
@@ -129,3 +139,24 @@ def test_history_lists_a_run_committed_once_and_gone(root: Path, tmp_path: Path)
 def test_history_outside_git_is_one_line(root: Path) -> None:
     code, _, err = run_cli(["registry", str(root), "--history"])
     assert code == 2 and len(err.splitlines()) == 1 and "git" in err
+
+
+def test_a_reproduction_is_the_same_bytes_to_the_same_model_and_server() -> None:
+    from needlepoint.study.registry import RunEntry, server_identity
+
+    local = {"local_server": {"server": {"package": "llama-cpp-python", "version": "0.3.36"},
+                              "gguf": {"sha256": "a5" * 32}, "n_ctx": 4096}}  # fmt: skip
+    here = server_identity("http://127.0.0.1:54515/v1", local)
+    assert here == server_identity("http://127.0.0.1:35851/v1", local)  # a new port, same server
+    assert here == "local llama-cpp-python 0.3.36, model file a5a5a5a5a5a5, n_ctx 4096"
+    assert server_identity("https://api.example/v1", {}) == "https://api.example/v1"
+    assert server_identity(None, {}) == ""
+    a = RunEntry("a", False, model="m", server=here)
+    assert kind_of(a, RunEntry("b", False, model="m", server=here)) == REPRODUCTION
+    assert kind_of(a, RunEntry("b", False, model="m", server="https://api.example/v1")) == (
+        REPLICATION
+    )
+    assert kind_of(a, RunEntry("b", False, model="other", server=here)) == REPLICATION
+    assert kind_of(RunEntry("a", False, model="m"), RunEntry("b", False, model="m")) == (
+        REPLICATION  # an unknown server is never taken for the same one
+    )

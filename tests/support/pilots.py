@@ -9,8 +9,9 @@ from typing import Any
 from needlepoint.pilot.folder import PilotRun, run_pilot
 from needlepoint.run.options import RunOptions
 
-# Inside the band at both lengths, with a middle dip: a pilot of it calibrates to a design.
-IN_BAND = {"p_edge": 0.9, "p_middle": 0.8, "length_drop_per_100_records": 0.1}
+# Inside the band at both lengths under each similarity (a low arm at the ceiling is refused),
+# with a middle dip: a pilot of it calibrates to a design.
+IN_BAND = {"p_edge": 0.8, "p_middle": 0.7, "length_drop_per_100_records": 0.1}
 
 
 def design_file(folder: Path, **fields: Any) -> Path:

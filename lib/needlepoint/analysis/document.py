@@ -40,7 +40,7 @@ FIGURES = {
 }
 TABLES = (
     "cases", "exploratory", "exclusions", "accuracy", "refusal", "errors", "failures",
-    "effects", "positions", "robustness", "diagnostics",
+    "effects", "positions", "robustness", "diagnostics", "shapes",
 )  # fmt: skip
 
 
@@ -113,6 +113,17 @@ class Analysis:
                 for r in (*doc.robustness.missing, *doc.robustness.leave_one_out)
             ],
             "diagnostics": lambda: [_row(r) for r in doc.diagnostics.accuracy],
+            "shapes": lambda: [
+                {"similarity": r.similarity, "length": r.length}
+                | {f"{k} correct/valid": v for k, v in r.counts.items()}
+                | {
+                    f"{c.name} {field}": getattr(c, field)
+                    for c in (r.first, r.last)
+                    for field in ("estimate", "lower", "upper", "p", "p_adjusted")
+                }
+                | {"verdict": r.verdict}
+                for r in (doc.effects.shapes.rows if doc.effects.shapes else ())
+            ],
         }
         return pd.DataFrame(rows[name]())
 

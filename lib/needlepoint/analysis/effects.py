@@ -48,6 +48,7 @@ from needlepoint.analysis.record import (
     PrecedingRow,
     WrongKindRow,
 )
+from needlepoint.analysis.shape import shapes
 
 
 def _text(x: Fraction | None) -> str | None:
@@ -109,7 +110,12 @@ def effects(outcomes: Sequence[Outcome], params: AnalysisParameters) -> Effects:
             for cond in conditions:
                 values = [score[k] for c in all_cases if (k := (c, n, sim, cond)) in score]
                 positions.append(effect("accuracy", sim, n, cond, values, 1, params))
-    return Effects(cases=len(cases), measures=tuple(measures), positions=tuple(positions))
+    return Effects(
+        cases=len(cases),
+        measures=tuple(measures),
+        positions=tuple(positions),
+        shapes=shapes(outcomes, params),
+    )
 
 
 def find(rows: Iterable[Effect], measure: str, sim: str, length: int | None = None) -> Effect:

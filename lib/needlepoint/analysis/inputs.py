@@ -269,7 +269,7 @@ def from_results_csv(csv_path: str | Path, prepared_dir: str | Path) -> Analysis
         journal,
         "results table",
         unverified=UNVERIFIED_TABLE,
-        context=run_context(prepared, outcomes, None),
+        context=run_context(prepared, outcomes, None, simulation=simulation),
     )
 
 
@@ -292,7 +292,7 @@ def from_run(
     outcomes, simulation, journal = validate_rows(numbered, prepared, name)
     if simulation != run.simulation or (journal or "") != run.journal_sha256:
         raise NeedlepointError(f"{run_dir}: run record and its rows disagree on simulation/journal")
-    context, sessions = run_facts(Path(run_dir), prepared, outcomes)
+    context, sessions = run_facts(Path(run_dir), prepared, outcomes, simulation)
     return AnalysisInput(
         prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, "run journal",
         context=context, sessions=sessions,
@@ -425,6 +425,9 @@ def check_pilot(where: str | Path, marked: bool, pilot: bool, mark: str) -> None
 TOKEN_COUNTS_FILE = "token_counts.json"  # written by `local-model tokenize-check`
 TOKENIZER = "token_counts.json (the served tokenizer)"
 USAGE = "usage.prompt_tokens (reported by the endpoint)"
+# A simulated run's usage is made up by the fake transport from the body's size: no endpoint
+# reported it and no tokenizer counted it, so it is never labelled as if one had.
+SIMULATED_USAGE = "usage.prompt_tokens (made up by the simulator: no endpoint, no tokenizer)"
 CHARACTERS = "characters of the prompt text (no token count recorded)"
 
 
@@ -468,8 +471,11 @@ def _tokenizer_counts(prepared: Prepared) -> dict[int, list[int]] | None:
         return None  # unreadable or another shape: the next source is used
 
 
-def length_sizes(prepared: Prepared, outcomes: Iterable[Any]) -> tuple[LengthSize, ...]:
-    """Prompt size per background length, from the best source available for all of them."""
+def length_sizes(
+    prepared: Prepared, outcomes: Iterable[Any], simulation: bool = False
+) -> tuple[LengthSize, ...]:
+    """Prompt size per background length, from the best source available for all of them;
+    a simulated run's usage is labelled as the simulator's."""
     rows = list(outcomes)
     lengths = sorted({o.length for o in rows})
     counted = _tokenizer_counts(prepared)
@@ -480,7 +486,8 @@ def length_sizes(prepared: Prepared, outcomes: Iterable[Any]) -> tuple[LengthSiz
         if o.prompt_tokens is not None:
             usage[o.length].append(o.prompt_tokens)
     if all(usage.get(n) for n in lengths):
-        return tuple(_size(n, "tokens", USAGE, usage[n]) for n in lengths)
+        source = SIMULATED_USAGE if simulation else USAGE
+        return tuple(_size(n, "tokens", source, usage[n]) for n in lengths)
     chars: dict[int, list[int]] = defaultdict(list)
     for p in prepared.plan:
         chars[p.length].append(text_chars(json.loads(prepared.bodies[p.seq])))
@@ -489,7 +496,7 @@ def length_sizes(prepared: Prepared, outcomes: Iterable[Any]) -> tuple[LengthSiz
 
 def run_context(
     prepared: Prepared, outcomes: Iterable[Any], records: list[dict[str, Any]] | None,
-    base_url: str | None = None,
+    base_url: str | None = None, simulation: bool = False,
 ) -> RunContext:  # fmt: skip
     """The context of a run (``records``: its journal) or of a results table (None)."""
     host = urlsplit(base_url).hostname if base_url else None
@@ -499,7 +506,7 @@ def run_context(
         first_date=times[0] if times else None,
         last_date=times[-1] if times else None,
         sessions=None if records is None else sum(r.get("type") == "session" for r in records),
-        lengths=length_sizes(prepared, outcomes),
+        lengths=length_sizes(prepared, outcomes, simulation),
     )
 
 
@@ -515,7 +522,7 @@ def sessions_by_seq(records: Iterable[dict[str, Any]]) -> dict[int, int]:
 
 
 def run_facts(
-    run_dir: Path, prepared: Prepared, outcomes: Iterable[Any]
+    run_dir: Path, prepared: Prepared, outcomes: Iterable[Any], simulation: bool = False
 ) -> tuple[RunContext, dict[int, int]]:
     """The context of a run folder and the session of each seq, from run.json and the journal."""
     from needlepoint.run.journal import walk
@@ -523,4 +530,5 @@ def run_facts(
     # Only what the context needs of each record, read as a stream: never the bodies.
     records = walk(run_dir).state.timeline()
     base_url = read_run_record(run_dir).base_url
-    return run_context(prepared, outcomes, records, base_url), sessions_by_seq(records)
+    context = run_context(prepared, outcomes, records, base_url, simulation)
+    return context, sessions_by_seq(records)

@@ -424,12 +424,64 @@ class Effect:
 
 
 @dataclass(frozen=True)
-class Effects:
-    """Q1 and where the effect is: middle loss, B − M and E − M, and accuracy by position."""
+class Contrast:
+    """One contrast over the complete cases (``B − M``, ``E − M``, or a position's high − low
+    change) with its case-cluster interval, its two-sided bootstrap p and that p adjusted
+    across its family. ``direction`` is +1 (above 0), −1 (below 0) or 0 (neither) after the
+    adjustment; ``analysis.shape`` defines all of it."""
+
+    name: str
+    cases: int
+    estimate: float | None
+    estimate_exact: str | None
+    lower: float | None
+    upper: float | None
+    p: float | None
+    p_exact: str | None
+    p_adjusted: float | None
+    direction: int
+
+
+@dataclass(frozen=True)
+class ShapeRow:
+    """The shape verdict of one similarity (all lengths, or one): both contrasts and the
+    plain B, M and E counts (correct / valid over every case) it is read beside."""
+
+    similarity: str
+    length: int | None
+    first: Contrast
+    last: Contrast
+    counts: dict[str, str]
+    verdict: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Q1's shape verdicts under one multiplicity method, and where Q2's change sits."""
+
+    method: str
+    alpha: float
+    rows: tuple[ShapeRow, ...]
+    disagreements: tuple[str, ...]
+    changes: tuple[Contrast, ...]
+    change_method: str
+    change_sits: str
+
+
+@dataclass(frozen=True)
+class Effects(AddedLater):
+    """Q1 and where the effect is: middle loss, B − M and E − M, and accuracy by position.
+
+    ``shapes`` came later (``AddedLater``): an analysis.json written before it has none.
+    """
+
+    ADDED_LATER = ("shapes",)
 
     cases: int
     measures: tuple[Effect, ...]
     positions: tuple[Effect, ...]
+    shapes: Shapes | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ analyze` or a notebook analyses the run: the study record passes its lines down
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +29,28 @@ from needlepoint.analysis.primary import (
 from needlepoint.analysis.record import (
     AccuracyCell,
     AnalysisDocument,
+    Contrast,
     Effect,
     LengthSize,
     Primary,
     RefusalRow,
     RunContext,
     Scenario,
+    ShapeRow,
+    Shapes,
 )
+from needlepoint.analysis.shape import DECLINE, RISE
 from needlepoint.run.declaration import Declared, run_chain_lines
 from needlepoint.run.folder import recorded_declaration
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """A Markdown table's lines (``(none)`` when empty): None as a dash, floats to 4 digits."""
+def markdown_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], empty: str = ""
+) -> list[str]:
+    """A Markdown table's lines: None as a dash, floats to 4 digits. Without rows, the
+    sentence ``empty`` says what that means (or nothing at all): never a bare "(none)"."""
     if not rows:
-        return ["(none)", ""]
+        return [empty, ""] if empty else []
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return [*out, ""]
@@ -104,43 +112,78 @@ def interval_text(e: Effect) -> str:
     return f"{fmt(e.estimate)} [{fmt(e.lower)}, {fmt(e.upper)}]"
 
 
-def q1_reading(e: Effect) -> str:
-    """Whether the interval shows a middle loss, the reverse, or neither."""
-    if e.lower is None or e.upper is None:
-        return "too few cases to tell"
-    if e.lower > 0:
-        return "a middle loss"
-    if e.upper < 0:
-        return "the middle does better than the ends"
-    return "no clear middle loss (the interval includes 0)"
+def p_text(p: float | None) -> str:
+    """A p-value in four digits; one that is 0 (no resample on the other side) as < 0.0001."""
+    if p is None:
+        return "—"
+    return "< 0.0001" if p == 0 else fmt(p)
+
+
+def contrast_text(c: Contrast) -> str:
+    """``B − M 0.6667 [0.5, 0.8167] (Holm p < 0.0001)``, or what is missing."""
+    if c.estimate is None:
+        return f"{c.name} —"
+    if c.lower is None or c.upper is None:
+        return f"{c.name} {fmt(c.estimate)} (one case: no interval)"
+    return (
+        f"{c.name} {fmt(c.estimate)} [{fmt(c.lower)}, {fmt(c.upper)}] "
+        f"(Holm p {p_text(c.p_adjusted)})"
+    )
+
+
+def shape_reading(row: ShapeRow) -> str:
+    """The verdict, the B, M and E counts it reads, and why; a trend says it is no U-shape."""
+    counts = ", ".join(f"{k} {v}" for k, v in row.counts.items())
+    trend = "; no U-shape" if row.verdict in (DECLINE, RISE) else ""
+    return f"{row.verdict} ({counts}): {row.reason}{trend}"
+
+
+def _where(doc: AnalysisDocument, length: int | None) -> str:
+    """``all lengths``, or the length with its prompt size where one is known."""
+    lengths = sorted({o.length for o in doc.secondary.accuracy})
+    at = length if length is not None or len(lengths) != 1 else lengths[0]
+    sizes = {s.length: s for s in doc.context.lengths}
+    if at is None:
+        return "all lengths"
+    return size_text(sizes[at]) if at in sizes else f"{at} records"
 
 
 def q1_lines(doc: AnalysisDocument) -> list[str]:
-    """Q1: the middle loss per similarity (and per length when there are several)."""
-    rows = [r for r in doc.effects.measures if r.measure == "middle loss"]
+    """Q1: the shape of the position curve per similarity (and per length when there are
+    several), from B − M and E − M under Holm; the composite middle loss beside it."""
     n = doc.effects.cases
+    shapes = doc.effects.shapes
+    how = "B − M and E − M" if shapes is not None else "(B + E)/2 − M"
     head = (
-        "Q1, is there a middle loss? (descriptive, not preregistered: (B + E)/2 − M over the "
-        f"{n} complete case{'s' * (n != 1)}, {100 * doc.parameters.confidence:g}% case-cluster "
-        "intervals)"
+        f"Q1, what shape is the position curve? (descriptive, not preregistered: {how} over "
+        f"the {n} complete case{'s' * (n != 1)}, {100 * doc.parameters.confidence:g}% "
+        "case-cluster intervals"
     )
+    if shapes is None:
+        head += "; no shape verdict: this analysis.json predates it, run `analyze` again)"
+    else:
+        head += (
+            f"; a U-shape needs both contrasts above 0 (intersection-union), each judged by "
+            f"{shapes.method})"
+        )
     if n == 0:
         return [head, "  no complete case: no estimate (the exploratory table lists the rest)"]
-    sizes = {s.length: s for s in doc.context.lengths}
-    lengths = sorted({o.length for o in doc.secondary.accuracy})
+    loss = {(r.similarity, r.length): r for r in doc.effects.measures if r.measure == "middle loss"}
     lines = [head]
-    for r in rows:
-        if r.similarity not in SIMILARITIES:
-            continue
-        at = r.length if r.length is not None or len(lengths) != 1 else lengths[0]
-        where = (
-            "all lengths"
-            if at is None
-            else size_text(sizes[at])
-            if at in sizes
-            else (f"{at} records")
+    if shapes is None:
+        for (sim, length), r in loss.items():
+            if sim in SIMILARITIES:
+                lines.append(f"  {sim} similarity, {_where(doc, length)}: middle loss "
+                             f"{interval_text(r)}")  # fmt: skip
+        return lines
+    for row in shapes.rows:
+        composite = loss.get((row.similarity, row.length))
+        tail = "" if composite is None else f"; middle loss {interval_text(composite)}"
+        lines.append(
+            f"  {row.similarity} similarity, {_where(doc, row.length)}: {shape_reading(row)}. "
+            f"{contrast_text(row.first)}, {contrast_text(row.last)}{tail}"
         )
-        lines.append(f"  {r.similarity} similarity, {where}: {interval_text(r)}: {q1_reading(r)}")
+    lines += [f"  Note: {d}." for d in shapes.disagreements]
     return lines
 
 
@@ -150,10 +193,10 @@ def q2_reading(p: Primary) -> str:
         return f"too few complete cases to answer ({p.reason})"
     est, lower, thr = fmt(p.estimate), p.interval.lower, p.threshold
     if p.decision == SUPPORTED:
-        return f"near-duplicate names add about {est} to the middle loss; the interval excludes 0"
+        return f"near-duplicate names raise (B + E)/2 − M by about {est}; the interval excludes 0"
     if p.estimate < thr and lower <= 0:
         return (
-            f"the added middle loss, {est}, is below the threshold {thr:g} and the interval "
+            f"the added (B + E)/2 − M, {est}, is below the threshold {thr:g} and the interval "
             "reaches 0: the data do not show that near-duplicate names add to it"
         )
     if lower <= 0:
@@ -162,6 +205,16 @@ def q2_reading(p: Primary) -> str:
             f"{fmt(lower)}: the rule does not support a real added loss"
         )
     return f"the added loss is above 0, but {est} is below the threshold {thr:g}"
+
+
+def change_line(shapes: Shapes) -> str:
+    """Where Q2's change sits: each position's accuracy high − low, Holm across the three."""
+    parts = ", ".join(contrast_text(c) for c in shapes.changes)
+    sits = shapes.change_sits
+    return (
+        f"  Where the change sits: {sits}. Accuracy high − low per position: {parts} "
+        f"({shapes.change_method})."
+    )
 
 
 def q2_lines(doc: AnalysisDocument) -> list[str]:
@@ -174,10 +227,13 @@ def q2_lines(doc: AnalysisDocument) -> list[str]:
             f"{fmt(p.estimate)} [{fmt(p.interval.lower)}, {fmt(p.interval.upper)}] (exactly "
             f"{p.estimate_exact} [{p.interval.lower_exact}, {p.interval.upper_exact}])"
         )
-    return [
-        "Q2, does similarity add to it? (preregistered: middle loss high − low)",
+    lines = [
+        "Q2, does similarity add to it? (preregistered: (B + E)/2 − M, high − low)",
         f"  {value}: {p.decision.upper()}. {reading[:1].upper()}{reading[1:]}.",
     ]
+    if p.decision != NOT_EVALUABLE and doc.effects.shapes is not None:
+        lines.append(change_line(doc.effects.shapes))
+    return lines
 
 
 def headline_lines(doc: AnalysisDocument) -> list[str]:
@@ -208,18 +264,14 @@ def headline_markdown(doc: AnalysisDocument) -> list[str]:
 
 
 def effect_rows(rows: Sequence[Effect]) -> list[list[object]]:
-    """Table rows: measure, similarity, length, cases, estimate (exact), interval (exact)."""
+    """Table rows: measure, similarity, length, cases, estimate, interval (the exact fractions
+    are in analysis.json, not in the table)."""
     out = []
     for r in rows:
-        exact = "" if r.estimate_exact is None else f" ({r.estimate_exact})"
-        bounds = (
-            "—"
-            if r.lower is None
-            else (f"[{fmt(r.lower)}, {fmt(r.upper or 0)}] ([{r.lower_exact}, {r.upper_exact}])")
-        )
+        bounds = "—" if r.lower is None else f"[{fmt(r.lower)}, {fmt(r.upper or 0)}]"
         length = "all" if r.length is None else r.length
         name = r.measure if r.condition is None else r.condition
-        estimate = "—" if r.estimate is None else f"{fmt(r.estimate)}{exact}"
+        estimate = "—" if r.estimate is None else fmt(r.estimate)
         out.append([name, r.similarity, length, r.cases, estimate, bounds])
     return out
 
@@ -234,11 +286,47 @@ LEGEND = [
     "correct answer and 0 for a wrong one: 1 means both ends right and the middle wrong, 0 no "
     "loss, a negative value the middle better than the ends. A per-case cell such as "
     "`0 / -0.5, -0.5` reads: middle loss under low similarity 0, under high similarity −0.5, "
-    "and their difference (high − low) −0.5. Exact values are fractions (`5/14`). `—` means "
-    "missing, never 0. Intervals are 95% case-cluster percentile bootstrap intervals unless "
-    "named otherwise.",
+    "and their difference (high − low) −0.5. Tables show 4 digits; the exact fractions "
+    "(`5/14`) are in `analysis.json`. `—` means missing, never 0. Intervals are 95% "
+    "case-cluster percentile bootstrap intervals unless named otherwise.",
     "",
 ]
+
+
+def shape_lines(shapes: Shapes | None) -> list[str]:
+    """Q1's shape verdicts as one table: both contrasts, their Holm-adjusted p, the verdict."""
+    if shapes is None:
+        return []
+    headers = ["similarity", "length", "B, M, E", "B − M", "Holm p", "E − M", "Holm p", "shape"]
+
+    def bounds(c: Contrast) -> str:
+        if c.estimate is None:
+            return "—"
+        if c.lower is None or c.upper is None:
+            return fmt(c.estimate)
+        return f"{fmt(c.estimate)} [{fmt(c.lower)}, {fmt(c.upper)}]"
+
+    rows = [
+        [
+            r.similarity,
+            "all" if r.length is None else r.length,
+            ", ".join(r.counts.values()),
+            bounds(r.first),
+            p_text(r.first.p_adjusted),
+            bounds(r.last),
+            p_text(r.last.p_adjusted),
+            r.verdict,
+        ]
+        for r in shapes.rows
+    ]
+    return [
+        "### The shape of the position curve (Q1)",
+        "",
+        f"Both ends against the middle; a U-shape needs both above 0. {shapes.method}; the "
+        "unadjusted p and exact fractions are in `analysis.json` (`effects.shapes`).",
+        "",
+        *markdown_table(headers, rows),
+    ]
 
 
 def effect_lines(doc: AnalysisDocument) -> list[str]:
@@ -252,23 +340,28 @@ def effect_lines(doc: AnalysisDocument) -> list[str]:
         "difference. B − M and E − M split the middle loss into its two ends.",
         "",
     ]
-    headers = ["measure", "similarity", "length", "cases", "estimate (exact)", "interval (exact)"]
+    headers = ["measure", "similarity", "length", "cases", "estimate", "interval"]
     lines += markdown_table(headers, effect_rows(e.measures))
+    lines += shape_lines(e.shapes)
     lines += [
         "### Accuracy by position (every case with a valid answer in the cell)",
         "",
         "Drawn against position in `accuracy_by_position_lines.png` (unless run without figures).",
         "",
     ]
-    headers = ["position", "similarity", "length", "cases", "accuracy (exact)", "interval (exact)"]
+    headers = ["position", "similarity", "length", "cases", "accuracy", "interval"]
     return lines + markdown_table(headers, effect_rows(e.positions))
 
 
 def _scenario_rows(rows: Sequence[Scenario]) -> list[list[object]]:
     out = []
     for s in rows:
-        bounds = "—" if s.lower_exact is None else f"[{s.lower_exact}, {s.upper_exact}]"
-        estimate = "—" if s.estimate_exact is None else s.estimate_exact
+        bounds = (
+            "—"
+            if s.lower_exact is None or s.upper_exact is None
+            else f"[{fmt(Fraction(s.lower_exact))}, {fmt(Fraction(s.upper_exact))}]"
+        )
+        estimate = "—" if s.estimate is None else fmt(s.estimate)
         changed = "**yes**" if s.changes else "no"
         out.append([s.label, s.complete_cases, estimate, bounds, s.decision, changed])
     return out
@@ -290,7 +383,9 @@ def robustness_lines(doc: AnalysisDocument) -> list[str]:
     else:
         lines += ["No missing cell: every planned response is protocol-valid.", ""]
     lines += ["### Leave one case out", ""]
-    lines += markdown_table(headers, _scenario_rows(r.leave_one_out))
+    lines += markdown_table(
+        headers, _scenario_rows(r.leave_one_out), "Not evaluable: no case to leave out."
+    )
     lines += ["### Other methods on the same complete cases", ""]
     f, b = r.sign_flip, r.second_interval
     if f is not None:
@@ -328,9 +423,7 @@ def robustness_lines(doc: AnalysisDocument) -> list[str]:
         "",
         "Where they disagree, the preregistered percentile interval still decides: it was fixed "
         "before any result existed, and the others are shown only to say how much the verdict "
-        "rests on that choice.",
-        "",
-        f"**Verdict: {r.verdict}**",
+        "rests on that choice. The headline's robustness line sums this panel up.",
         "",
     ]
     return lines
@@ -348,6 +441,7 @@ def diagnostic_lines(doc: AnalysisDocument) -> list[str]:
     lines += markdown_table(
         ["similarity", "names", "count", "share of wrong"],
         [[r.similarity, r.kind, r.count, r.share] for r in d.wrong_kinds],
+        "No wrong answer at B, M or E.",
     )
     lines += ["### High similarity: answers by near names before the target", ""]
     lines += markdown_table(
@@ -367,7 +461,7 @@ def _rate(r: AccuracyCell | RefusalRow) -> str:
 def _decision_lines(doc: AnalysisDocument) -> list[str]:
     p, comp = doc.primary, doc.completeness
     trust = f" Not verified: {doc.run.unverified}." if doc.run.unverified else ""
-    lines = [f"**Decision: {p.decision}** — {p.reason}.{trust}", ""]
+    lines = [f"The rule, applied: {p.reason}.{trust}", ""]
     iv = p.interval
     if iv:
         how = (
@@ -415,7 +509,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
         *_decision_lines(doc),
         "### Caveats",
         "",
-        *([f"- {c}" for c in doc.caveats] or ["(none)"]),
+        *([f"- {c}" for c in doc.caveats] or ["No caveat applies."]),
         "",
         "### Per complete case",
         "",
@@ -429,6 +523,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
             + [c.exact]
             for c in doc.primary.cases
         ],
+        "No complete case.",
     )
     lines += ["### Excluded from the primary analysis (exploratory)", ""]
     lines += markdown_table(
@@ -437,6 +532,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
             [r.case, r.length, r.loss_low, r.loss_high, r.difference, r.reason]
             for r in doc.exploratory
         ],
+        "Every planned case is complete: nothing is exploratory.",
     )
     lines += markdown_table(
         ["seq", "case", "length", "similarity", "condition", "category", "kind"],
@@ -489,6 +585,7 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
     lines += markdown_table(
         ["kind", "count", "indeterminate"],
         [[r.kind, r.count, "yes" if r.indeterminate else "no"] for r in sec.protocol_failures],
+        "No protocol failure, and every planned request was executed.",
     )
     luc = sec.latency_usage_cost
     lat = luc.latency_s
@@ -498,6 +595,12 @@ def summary_markdown(doc: AnalysisDocument, record: Sequence[str] = ()) -> str:
         f"- executed requests: {luc.executed}",
         f"- latency (s): median {cell(lat.median)}, min {cell(lat.min)}, "
         f"max {cell(lat.max)} over {lat.known} known; {lat.unknown} unknown",
+        "- token counts and cost: "
+        + (
+            "made up by the simulator (a fake transport): no endpoint reported them"
+            if doc.simulation
+            else "as the endpoint reported them in each response's `usage`"
+        ),
     ]
     # Reasoning tokens only where the server reported some: most endpoints never do.
     reasoning = luc.reasoning_tokens

@@ -237,7 +237,7 @@ def robustness(
     if flip is not None and not flip.agrees:
         changes.append(f"the sign-flip test decides instead (one-sided p {flip.p_one_sided_exact})")
     changes += [f"the {m.model} decides instead" for m in models if m.agrees is False]
-    verdict = "robust" if not changes else "fragile: changes when " + "; when ".join(changes)
+    verdict = verdict_text(missing, loo, flip, second, models)
     return Robustness(
         missing=missing,
         leave_one_out=loo,
@@ -247,6 +247,51 @@ def robustness(
         changes=tuple(changes),
         verdict=verdict,
     )
+
+
+def _listed(items: Sequence[str], last: str = "or") -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def verdict_text(
+    missing: Sequence[Scenario],
+    loo: Sequence[Scenario],
+    flip: SignFlip | None,
+    second: SecondInterval | None,
+    models: Sequence[ModelFit],
+) -> str:
+    """The panel's one line: ``robust`` or ``fragile``, always followed by the checks that
+    decide it, e.g. "fragile: leaving out S6 flips it; sign-flip p 7/128"."""
+    p = f"sign-flip p {flip.p_one_sided_exact}" if flip is not None else None
+    flips = [s.label.removeprefix("without ") for s in loo if s.changes]
+    cells = [f"{s.label.split('; ')[0]} ({s.decision})" for s in missing if s.changes]
+    methods = []
+    if second is not None and second.agrees is False:
+        methods.append(f"the BCa interval disagrees (lower bound {fmt(second.lower or 0)})")
+    if flip is not None and not flip.agrees:
+        methods.append(f"the sign-flip test disagrees (p {flip.p_one_sided_exact})")
+    methods += [f"the {m.model} disagrees" for m in models if m.agrees is False]
+    if not (flips or cells or methods):
+        cells_missing = len({c for s in missing for c in s.cells})
+        plural = "s" * (cells_missing != 1)
+        checked = [f"no way of scoring its {cells_missing} missing cell{plural}" if missing
+                   else "no missing cell"]  # fmt: skip
+        if loo:
+            checked.append("no single case")
+        if flip is not None or second is not None or models:
+            checked.append("no other method")
+        return f"robust: {_listed(checked, 'and')} changes it" + (f"; {p}" if p else "")
+    reasons = []
+    if flips:
+        of = f" ({len(flips)} of {len(loo)} cases)" if len(flips) > 1 else ""
+        reasons.append(f"leaving out {_listed(flips)} flips it{of}")
+    if cells:
+        reasons.append("it flips when " + "; when ".join(cells))
+    reasons += methods
+    if p is not None and not any(m.startswith("the sign-flip") for m in methods):
+        reasons.append(p)
+    return "fragile: " + "; ".join(reasons)
 
 
 # --- other methods: the sign-flip test and the BCa interval --------------------------------------

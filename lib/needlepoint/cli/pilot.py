@@ -135,6 +135,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         simulations=args.simulations,
         seed=args.seed,
         version=args.version,
+        band_per_similarity=not args.pooled_band,
     )
     records = records_for(root)
     where = "nothing on record searched" if root is None else f"{len(records)} on record"
@@ -202,7 +203,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("pilot_dir", metavar="PILOTDIR", help="the pilot folder (`pilot --out`)")
     c.add_argument("--out", required=True, help="the new protocol file (never overwritten)")
-    c.add_argument("--band", default="0.6,0.95", help="end-accuracy band (default %(default)s)")
+    c.add_argument(
+        "--band",
+        default="0.6,0.95",
+        help="end-accuracy band each similarity arm must lie in (default %(default)s)",
+    )
+    c.add_argument(
+        "--pooled-band",
+        action="store_true",
+        help="read the band on both similarity arms pooled, as calibrations before issue 34 "
+        "did: only to re-derive such a calibration",
+    )
     c.add_argument(
         "--effect",
         type=types.number(0, 1, open_low=True),

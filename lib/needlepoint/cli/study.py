@@ -23,7 +23,14 @@ def _cmd_declare(args: argparse.Namespace) -> int:
             f"{out}: not inside a folder named evidence; give --evidence-root ROOT, the folder "
             "whose runs and analyses the declaration must list"
         )
-    declared = declare(args.plan, out, root, amends=args.amends, simulated=args.simulated_clock)
+    declared = declare(
+        args.plan,
+        out,
+        root,
+        amends=args.amends,
+        simulated=args.simulated_clock,
+        published=args.published,
+    )
     for line in declaration_summary(declared, root.as_posix()):
         say(line)
     return 0
@@ -56,6 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--evidence-root",
         metavar="ROOT",
         help="the folder whose runs it lists (default: the folder named evidence holding --out)",
+    )
+    d.add_argument(
+        "--published",
+        metavar="URL",
+        help="where the plan (or an earlier declaration's printed line) was published outside "
+        "this machine; recorded in the declaration",
     )
     d.add_argument(
         "--simulated-clock",

@@ -60,7 +60,7 @@ def _primary(doc: ComparisonDocument) -> list[str]:
             f"{r.complete_cases} of {r.planned_cases}",
             r.difference,
             "—" if r.interval is None else f"[{r.interval[0]:.4g}, {r.interval[1]:.4g}]",
-            r.decision,
+            r.decision if r.interval is None else f"{r.decision}; {r.robustness}",
         )
         for r in doc.runs
     ]

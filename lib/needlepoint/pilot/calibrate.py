@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import needlepoint
 from needlepoint.analysis.inputs import AnalysisInput, from_run
@@ -61,7 +61,7 @@ from needlepoint.pilot.record import (
     read_pilot_record,
 )
 from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
-from needlepoint.schema import to_plain
+from needlepoint.schema import plain_without_absent, record_with_absent, to_plain
 
 CALIBRATION_FORMAT = "needlepoint-calibration"
 CALIBRATION_VERSION = 2
@@ -75,7 +75,13 @@ NOT_REACHED = "power not reached"
 
 @dataclass(frozen=True)
 class CalibrationRules:
-    """The rules a calibration applied, fixed before it read the pilot (docs/pilot.md)."""
+    """The rules a calibration applied, fixed before it read the pilot (docs/pilot.md).
+
+    ``band_per_similarity`` came later: true when each similarity arm's end accuracy had to be
+    inside the band; absent in a record made before, whose band read both arms pooled.
+    """
+
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("band_per_similarity",)
 
     band_low: float
     band_high: float
@@ -88,6 +94,14 @@ class CalibrationRules:
     max_requests: int | None
     simulations: int
     seed: int
+    band_per_similarity: bool | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        return plain_without_absent(self, self.ADDED_LATER)
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
+        return record_with_absent(cls, value, where, cls.ADDED_LATER)
 
 
 @dataclass(frozen=True)
@@ -212,19 +226,42 @@ class Calibration:
     protocol: dict[str, Any] | None
 
 
+def band_misses(c: LengthCounts, o: CalibrationOptions) -> list[str]:
+    """Each end accuracy outside the band, with its numbers: per similarity arm (the rule since
+    issue 34), or both pooled (``band_per_similarity`` off, to re-derive older calibrations).
+
+    Pooled, a low arm at the ceiling and a high arm near the floor average into the band: the
+    regime the band exists to exclude, so each arm must be inside it on its own.
+    """
+    arms = (
+        [("under low similarity ", c.end_low), ("under high similarity ", c.end_high)]
+        if o.band_per_similarity
+        else [("", c.end)]
+    )
+    out = []
+    for where, p in arms:
+        end = p.estimate
+        counts = f" ({p.successes}/{p.trials})" if o.band_per_similarity else ""
+        if end is None:
+            out.append(f"no valid B or E answer {where}".rstrip())
+        elif end < o.band_low:
+            out.append(f"end accuracy {where}{end:.3f}{counts} is below the band (floor side)")
+        elif end > o.band_high:
+            out.append(f"end accuracy {where}{end:.3f}{counts} is above the band (ceiling side)")
+    return out
+
+
 def verdict_of(c: LengthCounts, o: CalibrationOptions) -> LengthVerdict:
     """Apply rule 1 to one length."""
     f = c.failures.estimate
     pair = None if f is None else (1 - f) ** REQUESTS_PER_PAIR
     end = c.end.estimate
-    in_band = end is not None and o.band_low <= end <= o.band_high
+    misses = band_misses(c, o)
+    in_band = not misses
     ok = False
-    if end is None:
-        reason = "no valid B or E answer"
-    elif end < o.band_low:
-        reason = f"end accuracy {end:.3f} is below the band (floor side)"
-    elif end > o.band_high:
-        reason = f"end accuracy {end:.3f} is above the band (ceiling side)"
+    if misses:
+        band = f" [{o.band_low:g}, {o.band_high:g}]" if o.band_per_similarity else ""
+        reason = "; ".join(misses) + (f" (band{band})" if band else "")
     elif pair is None or pair < o.min_pair_complete:
         shown = "unknown" if pair is None else f"{pair:.3f}"
         reason = f"failure rate leaves a pair complete with probability {shown} only"
@@ -232,7 +269,12 @@ def verdict_of(c: LengthCounts, o: CalibrationOptions) -> LengthVerdict:
         reason = "no valid M (low similarity) or A answer"
     else:
         ok = True
-        reason = f"end accuracy {end:.3f} in the band; a pair complete with probability {pair:.3f}"
+        which = (
+            f"{c.end_low.estimate:.3f} (low) and {c.end_high.estimate:.3f} (high)"
+            if o.band_per_similarity
+            else f"{end:.3f}"
+        )
+        reason = f"end accuracy {which} in the band; a pair complete with probability {pair:.3f}"
     return LengthVerdict(c.length, pair, in_band, ok, reason)
 
 
@@ -323,7 +365,7 @@ def calibrate(
     rules = CalibrationRules(
         o.band_low, o.band_high, o.min_pair_complete, design["analysis"]["threshold"],
         o.effect, o.target_power, o.complete_margin, o.max_cases, o.max_requests,
-        o.simulations, o.seed,
+        o.simulations, o.seed, band_per_similarity=True if o.band_per_similarity else None,
     )  # fmt: skip
     base = dict(
         kind=CALIBRATION_KIND,

@@ -34,6 +34,9 @@ class CalibrationOptions:
     simulations: int = 1000
     seed: int = 20260930
     version: int | None = None
+    # Each similarity arm's end accuracy must be inside the band (issue 34). Off only to
+    # re-derive a calibration made before, when the band read both arms pooled.
+    band_per_similarity: bool = True
 
 
 def check_options(o: CalibrationOptions) -> None:

@@ -236,6 +236,7 @@ def audit_run(run_dir: str | Path, prepared_dir: str | Path | None = None) -> Ru
     _check_context(root, state.sent, prepared.fingerprint, audit)
     found = check_declaration(root, run, state)
     audit.problems += found.problems
+    audit.warnings += found.warnings
     for name in found.passed:
         audit.count(name)
     results = root / RESULTS_NAME

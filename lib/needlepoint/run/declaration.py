@@ -14,15 +14,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, sha256_hex
 from needlepoint.run.clock import parse_iso_utc
-from needlepoint.run.folder import recorded_declaration
+from needlepoint.run.folder import code_now, recorded_declaration
 from needlepoint.run.journal import JOURNAL_NAME, JournalState
 from needlepoint.run.records import RunRecord, SessionRecord
 from needlepoint.safeio import relative_path
-from needlepoint.schema import read_versioned
+from needlepoint.schema import plain_without_absent, read_versioned, record_with_absent
 
 DECLARATION_FORMAT = "needlepoint-declaration"
 DECLARATION_VERSION = 1
@@ -30,6 +31,25 @@ DECLARATION_VERSION = 1
 MAX_CHAIN = 64
 HEAD_KINDS = ("run", "pilot")
 _HEX = re.compile(r"[0-9a-f]{64}")
+_COMMIT = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+MAX_PUBLISHED = 2000
+MAX_PROVENANCE_BYTES = 16 << 20
+
+
+def published_place(url: str) -> str:
+    """Where a declaration was published, checked: an absolute URL (``https://…``, or any
+    ``scheme://…``), one line, at most 2000 characters."""
+    from urllib.parse import urlsplit
+
+    text = url.strip(" ")
+    if not text or len(text) > MAX_PUBLISHED or not text.isprintable():
+        raise NeedlepointError(
+            f"{url[:60]!r} is not a place: give one URL of at most {MAX_PUBLISHED} characters"
+        )
+    parts = urlsplit(text)
+    if not parts.scheme or not (parts.netloc or parts.path):
+        raise NeedlepointError(f"{text[:60]!r} is not a URL (e.g. https://osf.io/abcde)")
+    return text
 
 
 @dataclass(frozen=True)
@@ -74,8 +94,43 @@ class AnalysisHead:
 
 
 @dataclass(frozen=True)
+class CodeRef:
+    """The code a declaration binds: the git commit of the checkout the package runs from,
+    whether its tracked files were unmodified (untracked files are not counted: a plan and
+    its declaration are new files), and the SHA-256 of its ``constraints.txt`` (the pinned
+    environment). Each is None where it cannot be known (no git, no constraints file)."""
+
+    commit: str | None
+    tree_clean: bool | None
+    constraints_sha256: str | None
+
+    def differs_from(self, other: CodeRef) -> list[str]:
+        """What differs, in words; a part either side does not know is not compared."""
+        out = []
+        if self.commit and other.commit and self.commit != other.commit:
+            out.append(f"commit {other.commit[:12]}, not the declared {self.commit[:12]}")
+        if other.tree_clean is False:
+            out.append("its tracked files were modified")
+        a, b = self.constraints_sha256, other.constraints_sha256
+        if a and b and a != b:
+            out.append(f"constraints.txt {b[:12]}, not the declared {a[:12]}")
+        return out
+
+
+def current_code() -> CodeRef:
+    """The code running now: commit, clean flag and constraints.txt of the package's checkout."""
+    return CodeRef(**code_now())
+
+
+@dataclass(frozen=True)
 class DeclarationRecord:
-    """A declaration (or, when ``amends`` is set, an amendment) as written by `declare`."""
+    """A declaration (or, when ``amends`` is set, an amendment) as written by `declare`.
+
+    ``code`` (the code it binds) and ``published`` (where the user published it) came later:
+    a declaration written before them has neither, and a simulated one never binds code.
+    """
+
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("code", "published")
 
     format: str
     version: int
@@ -87,6 +142,15 @@ class DeclarationRecord:
     root: str
     heads: tuple[JournalHead, ...]
     analyses: tuple[AnalysisHead, ...]
+    code: CodeRef | None = None
+    published: str | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        return plain_without_absent(self, self.ADDED_LATER)
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
+        return record_with_absent(cls, value, where, cls.ADDED_LATER)
 
     def outcomes_governed(self, earlier: set[str]) -> list[JournalHead]:
         """The journals with outcomes that ran under a declaration in ``earlier``.
@@ -153,6 +217,15 @@ def _check(r: DeclarationRecord, where: str) -> None:
 
     time("time", r.time)
     digest("plan.sha256", r.plan.sha256)
+    if r.code is not None:
+        digest("code.constraints_sha256", r.code.constraints_sha256)
+        if r.code.commit is not None and not _COMMIT.fullmatch(r.code.commit):
+            raise fail("code.commit", "expected a lower-case hex git commit")
+    if r.published is not None:
+        try:
+            published_place(r.published)
+        except NeedlepointError as exc:
+            raise fail("published", str(exc)) from None
     if sha256_hex(r.plan.text.encode("utf-8", "surrogatepass")) != r.plan.sha256:
         raise fail("plan.sha256", "does not match the plan's text")
     relative("root", r.root)
@@ -210,6 +283,7 @@ class DeclarationFindings:
 
     problems: list[str] = field(default_factory=list)
     passed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def count(self, name: str) -> None:
         self.passed.append(name)
@@ -262,7 +336,68 @@ def check_declaration(root: Path, run: RunRecord, journal: JournalState) -> Decl
         return audit
     audit.count("declaration sha256")
     _check_order(root, declared, list(sessions.values()), audit, where, run.simulation)
+    _check_code(root, declared, audit, where)
     return audit
+
+
+def session_code(run_dir: Path) -> list[CodeRef]:
+    """The code each session ran, as provenance.jsonl recorded it at its start (the runner's
+    ``code``; an older line's ``git`` commit alone). Unreadable lines are skipped."""
+    import json
+
+    out = []
+    path = run_dir / "provenance.jsonl"
+    try:
+        # A few hundred bytes a session: a file far larger is not the runner's, and is not read.
+        if path.stat().st_size > MAX_PROVENANCE_BYTES:
+            return []
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(rec, dict) or rec.get("event", "session_start") != "session_start":
+            continue
+        code, git = rec.get("code"), rec.get("git")
+        if isinstance(code, dict):
+            commit, clean, pinned = (
+                code.get("commit"), code.get("tree_clean"), code.get("constraints_sha256")
+            )  # fmt: skip
+        elif isinstance(git, dict):
+            commit, clean, pinned = git.get("commit"), None, None
+        else:
+            continue
+        out.append(
+            CodeRef(
+                commit if isinstance(commit, str) else None,
+                clean if isinstance(clean, bool) else None,
+                pinned if isinstance(pinned, str) else None,
+            )
+        )
+    return out
+
+
+def _check_code(root: Path, declared: Declared, audit: DeclarationFindings, where: str) -> None:
+    """A run whose sessions ran other code than the declaration bound is flagged (a warning:
+    a declared bug fix is legitimate, but a reader must be told)."""
+    bound = declared.record.code
+    if bound is None:
+        return
+    ran = session_code(root)
+    if not ran:
+        audit.warnings.append(f"{where}: binds code, but provenance.jsonl records none to compare")
+        return
+    for i, code in enumerate(ran, 1):
+        differs = bound.differs_from(code)
+        if differs:
+            audit.warnings.append(
+                f"{where}: session {i} ran other code than declared: {'; '.join(differs)}"
+            )
+    if not any(bound.differs_from(c) for c in ran):
+        audit.count("code as declared")
 
 
 def _check_order(

@@ -247,6 +247,36 @@ def git_commit() -> dict[str, Any] | None:
     return {"commit": head, "package_source_modified": bool(dirty)}
 
 
+def _git(top: Path, *args: str) -> str | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(top), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def code_now() -> dict[str, Any]:
+    """The code running now, as a declaration binds it (``declaration.CodeRef``): the git
+    commit of the package's checkout, whether its tracked files are unmodified, and the
+    SHA-256 of its constraints.txt; None for each that cannot be known."""
+    here = Path(__file__).resolve().parent
+    top = _git(here, "rev-parse", "--show-toplevel")
+    root = Path(top) if top else here.parents[2]
+    commit = _git(root, "rev-parse", "HEAD") if top else None
+    status = _git(root, "status", "--porcelain", "--untracked-files=no") if top else None
+    constraints = root / "constraints.txt"
+    try:
+        pinned = file_sha256(constraints) if constraints.is_file() else None
+    except (OSError, ValueError, NeedlepointError):
+        pinned = None
+    return {
+        "commit": commit or None,
+        "tree_clean": None if status is None else not status,
+        "constraints_sha256": pinned,
+    }
+
+
 def machine_load() -> dict[str, Any]:
     """The machine's load when a session starts or ends: a busy machine stretches every request
     (a shared 2-core machine once took 10 s requests to over 100 s), so a reader of the
@@ -279,6 +309,7 @@ def append_provenance(run_dir: Path, time_iso: str, end: bool = False) -> None:
         "time": time_iso,
         "package_version": __version__,
         "git": git_commit(),
+        "code": code_now(),
         "python": platform.python_version(),
         "platform": platform.system(),
         "packages": packages,

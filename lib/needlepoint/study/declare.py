@@ -23,10 +23,13 @@ from needlepoint.run.declaration import (
     DECLARATION_VERSION,
     Amends,
     AnalysisHead,
+    CodeRef,
     DeclarationRecord,
     Declared,
     JournalHead,
     PlanText,
+    current_code,
+    published_place,
     read_declaration,
 )
 from needlepoint.safeio import read_limited
@@ -109,13 +112,18 @@ def declare(
     *,
     amends: str | Path | None = None,
     simulated: bool = False,
+    published: str | None = None,
 ) -> Declared:
     """Write a declaration (an amendment with ``amends``) and return it as read back.
 
     ``simulated`` stamps the simulation epoch instead of the time, so a simulated pipeline's
     evidence is reproducible byte for byte; every reader says that such a time proves nothing,
-    and a live run refuses such a declaration.
+    and a live run refuses such a declaration. It binds no code either (a commit would change
+    the simulated evidence with every commit). A real one binds the code that runs now
+    (``current_code``: commit, clean flag, constraints.txt's SHA-256). ``published``: where the
+    user published the plan or an earlier declaration's line (a URL, checked).
     """
+    place = None if published is None else published_place(published)
     target = Path(out)
     if target.exists() or target.is_symlink():
         raise NeedlepointError(f"{target}: exists; a declaration is never overwritten")
@@ -144,6 +152,8 @@ def declare(
         root=_relative(base, target.parent),
         heads=heads,
         analyses=analyses,
+        code=None if simulated else current_code(),
+        published=place,
     )
     write_bytes_atomic(target, document_bytes(record))
     return read_declaration(target)
@@ -164,5 +174,34 @@ def declaration_summary(declared: Declared, root: str) -> list[str]:
     ]
     if r.amends:
         lines.append(f"amends {r.amends.path} (sha256 {r.amends.sha256}, made {r.amends.time})")
+    lines += code_lines(r.code)
+    if r.published:
+        lines.append(f"published at {r.published}")
     lines.append(f"next: start runs with --declaration {declared.path.as_posix()}")
+    if not r.simulation:
+        lines += [
+            "this machine's clock proves nothing to anyone else; publish this line somewhere "
+            "outside the machine now (a signed git tag, a preregistration site, a mailing list):",
+            publishable_line(declared),
+        ]
     return lines
+
+
+def code_lines(code: CodeRef | None) -> list[str]:
+    """The code a declaration binds, in one line (none for a simulated one)."""
+    if code is None:
+        return []
+    commit = code.commit or "unknown (not a git checkout)"
+    clean = {True: "clean tree", False: "tracked files MODIFIED", None: "tree state unknown"}
+    pinned = code.constraints_sha256 or "unknown (no constraints.txt)"
+    return [f"code: commit {commit}, {clean[code.tree_clean]}; constraints.txt sha256 {pinned}"]
+
+
+def publishable_line(declared: Declared) -> str:
+    """One line to publish outside the machine: what a third party's timestamp then proves."""
+    r = declared.record
+    commit = (r.code.commit if r.code and r.code.commit else "unknown")[:12]
+    return (
+        f"needlepoint declaration sha256:{declared.sha256} plan sha256:{r.plan.sha256} "
+        f"commit:{commit} made:{r.time}"
+    )

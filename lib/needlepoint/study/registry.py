@@ -71,6 +71,8 @@ class RunEntry:
     declaration: str = "none"
     declaration_sha256: str | None = None
     journal_sha256: str = ""
+    robustness: str = ""  # the analysis's robustness word with its reasons
+    server: str = ""  # what answered: a local server's package, model file and context, or host
     # request SHA-256 -> the outcome received for it (a request with no response is absent)
     answers: dict[str, Answer] = field(default_factory=dict, repr=False)
     requests: frozenset[str] = frozenset()
@@ -86,7 +88,8 @@ class RunEntry:
             return f"unreadable: {self.problem}"
         if self.pilot:
             return "pilot (calibrates a design; no decision)"
-        return f"{self.decision} ({self.result})" if self.result else str(self.decision)
+        said = f"{self.decision} ({self.result})" if self.result else str(self.decision)
+        return f"{said}; {self.robustness}" if self.robustness else said
 
 
 def read_entry(
@@ -126,9 +129,9 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
     audit = audit_run(run_dir)
     first = next((p for p in audit.problems), "")
     audited = "ok" if audit.ok else f"FAILED ({len(audit.problems)}: {first[:120]})"
-    decision, result, complete, cases = None, "", None, None
+    decision, result, complete, cases, robust = None, "", None, None, ""
     if not pilot:
-        decision, result, complete, cases = _decision(run_dir)
+        decision, result, complete, cases, robust = _decision(run_dir)
     ref = run.declaration
     return RunEntry(
         path=shown,
@@ -151,6 +154,8 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
         else f"{md_code(_shown(run_dir, ref.path, root))} (sha256 {ref.sha256[:12]}…)",
         declaration_sha256=None if ref is None else ref.sha256,
         journal_sha256=chain.head,
+        robustness=robust,
+        server=server_identity(run.base_url, run.extra, run.simulate),
         answers=answers,
         requests=frozenset(sha_of.values()),
     )
@@ -166,22 +171,51 @@ def _shown(run_dir: Path, path: str, root: Path | None) -> str:
         return path
 
 
-def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None]:
-    """The run's preregistered decision, as `analyze` would give it (nothing written)."""
+def server_identity(base_url: str | None, extra: dict, simulate: object = None) -> str:
+    """What answered a run, for telling a reproduction from a replication: the simulator by its
+    mode and parameters; a local server by its package, version, model file SHA-256 and context
+    size (its port changes every start); any other endpoint by its scheme, host, port and path."""
+    from urllib.parse import urlsplit
+
+    from needlepoint.jsonio import canonical_bytes
+    from needlepoint.schema import to_plain
+
+    if simulate is not None:
+        plain = to_plain(simulate)
+        return f"simulator {plain.get('mode')}, {sha256_hex(canonical_bytes(plain))[:12]}"
+
+    local = extra.get("local_server") if isinstance(extra, dict) else None
+    if isinstance(local, dict):
+        server = local.get("server") if isinstance(local.get("server"), dict) else {}
+        gguf = local.get("gguf") if isinstance(local.get("gguf"), dict) else {}
+        return (
+            f"local {server.get('package')} {server.get('version')}, model file "
+            f"{str(gguf.get('sha256'))[:12]}, n_ctx {local.get('n_ctx')}"
+        )
+    if not base_url:
+        return ""
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None, str]:
+    """The run's preregistered decision and robustness, as `analyze` gives them (nothing
+    written)."""
     from needlepoint.analysis.document import build_document
     from needlepoint.analysis.inputs import from_run
 
     try:
         doc = build_document(from_run(run_dir))
     except NeedlepointError as exc:
-        return None, f"no analysis: {str(exc)[:160]}", None, None
+        return None, f"no analysis: {str(exc)[:160]}", None, None, ""
     p = doc.primary
     result = ""
     if p.estimate is not None and p.interval is not None:
         result = f"{p.estimate:.4g} [{p.interval.lower:.4g}, {p.interval.upper:.4g}]"
     elif p.estimate is not None:
         result = f"{p.estimate:.4g}"
-    return p.decision, result, p.complete_cases, p.planned_cases
+    robust = "" if p.decision == "not evaluable" else doc.robustness.verdict
+    return p.decision, result, p.complete_cases, p.planned_cases, robust
 
 
 def pilot_design_of(folder: Path) -> str:
@@ -351,7 +385,10 @@ def _analyses(base: Path, found: Found) -> list[Item]:
         design = lenient_field(doc, "protocol", "design_fingerprint")
         decision = lenient_field(doc, "primary", "decision")
         journal = lenient_field(doc, "run", "journal_sha256")
+        robust = lenient_field(doc, "robustness", "verdict")
         text = f"{decision} (journal {str(journal)[:12]}…)" if decision else "unreadable"
+        if decision and decision != "not evaluable" and isinstance(robust, str):
+            text += f"; {robust[:400]}"
         out.append(Item("analysis", rel, design if isinstance(design, str) else "", text))
     return out
 
@@ -363,9 +400,7 @@ def _comparisons(base: Path, found: Found) -> list[Item]:
         runs = lenient_field(doc, "runs")
         design = lenient_field(doc, "design_fingerprint")
         n = len(runs) if isinstance(runs, list) else 0
-        decisions = "; ".join(
-            str(lenient_field(r, "decision")) for r in runs or [] if isinstance(r, dict)
-        )
+        decisions = "; ".join(_with_robustness(r) for r in runs or [] if isinstance(r, dict))
         out.append(
             Item(
                 "comparison",
@@ -375,6 +410,15 @@ def _comparisons(base: Path, found: Found) -> list[Item]:
             )
         )
     return out
+
+
+def _with_robustness(run: dict) -> str:
+    """A compared run's decision, and its robustness word with reasons where it has one."""
+    decision = str(lenient_field(run, "decision"))
+    robust = lenient_field(run, "robustness")
+    if decision == "not evaluable" or not isinstance(robust, str):
+        return decision
+    return f"{decision} ({robust[:400]})"
 
 
 def _calibrations(base: Path, found: Found) -> list[Item]:
@@ -406,13 +450,30 @@ def _unrun(base: Path, found: Found, used: set[Path | None]) -> list[Item]:
     return out
 
 
+REPRODUCTION = (
+    "reproduction (byte-identical requests to the same model and server: a determinism check, "
+    "not a replication)"
+)
+REPLICATION = "replication on the same materials (another server or model)"
+
+
+def kind_of(a: RunEntry, b: RunEntry) -> str:
+    """A reproduction repeats byte-identical requests on the same model and server: it checks
+    determinism and says nothing new about the model. A replication needs fresh materials or
+    another model or server; two runs of the same bytes elsewhere are one on the same materials.
+    """
+    same = a.model == b.model and a.server == b.server and a.server != ""
+    return REPRODUCTION if same else REPLICATION
+
+
 def agreement(a: RunEntry, b: RunEntry) -> str | None:
-    """Request-by-request agreement of two runs that sent some of the same request bytes."""
+    """Request-by-request agreement of two runs that sent some of the same request bytes,
+    labelled a reproduction or a replication (``kind_of``)."""
     if a.problem or b.problem or not a.requests & b.requests:
         return None
     shared = sorted(k for k in a.requests & b.requests if k in a.answers and k in b.answers)
     same = sum(a.answers[k] == b.answers[k] for k in shared)
-    line = f"{same} of {len(shared)} shared outcomes identical"
+    line = f"{kind_of(a, b)}: {same} of {len(shared)} shared outcomes identical"
     if not (a.pilot or b.pilot):
         agree = a.decision == b.decision
         line += f"; decisions {'agree' if agree else 'differ'} ({a.decision}; {b.decision})"
