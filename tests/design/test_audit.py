@@ -16,6 +16,7 @@ FORBIDDEN = {
     "needlepoint.design.prepared",
     "needlepoint.design.protocol",
     "needlepoint.design.profiles",
+    "needlepoint.design.positions",
 }
 
 

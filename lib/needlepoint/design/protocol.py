@@ -154,15 +154,15 @@ def load_override(path: str | Path) -> dict[str, Any]:
     for (group, key), value in nested.items():
         merged[group][key] = copy.deepcopy(value)
     merged |= copy.deepcopy(options)
-    if isinstance(options.get("depths"), list) and "conditions" not in override:
+    if isinstance(options.get("depths"), list):
         # A depth design names its conditions and orders by rule unless the file spells them.
         try:
-            merged["conditions"] = positions.depth_conditions(options["depths"])
+            if "conditions" not in override:
+                merged["conditions"] = positions.depth_conditions(options["depths"])
+            if "orders" not in override and isinstance(merged["conditions"], list):
+                merged["orders"] = positions.williams_orders([str(c) for c in merged["conditions"]])
         except TypeError:
             pass  # a mistyped depth: the schema names it below
-        else:
-            if "orders" not in override:
-                merged["orders"] = positions.williams_orders(merged["conditions"])
     protocol = _with_body_fields(merged, override, body, str(path)) | copy.deepcopy(free)
     validate(protocol, str(path))
     return protocol
