@@ -17,7 +17,7 @@ from needlepoint.analysis.depth import FORMAT, SIMILARITIES, VERSION, DepthAnaly
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.safeio import is_output_file, replaced_folder, write_bytes_atomic
 
-FIGURES = {"lines": "figures/depth_lines.png", "heatmap": "figures/depth_heatmap.png"}
+FIGURES = {"lines": "accuracy_by_depth.png", "heatmap": "depth_by_length_heatmap.png"}
 
 
 def to_plain(d: DepthAnalysis) -> dict[str, Any]:
@@ -149,7 +149,6 @@ def write_depth(d: DepthAnalysis, out_dir: str | Path, figures: bool = True) -> 
     out = Path(out_dir)
     with replaced_folder(out, is_output_file) as fresh:
         if figures:
-            (fresh / "figures").mkdir(exist_ok=True)
             depth_lines(d, fresh / FIGURES["lines"])
             depth_heatmap(d, fresh / FIGURES["heatmap"])
         write_bytes_atomic(fresh / "depth.json", to_json(d))
