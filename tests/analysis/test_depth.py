@@ -119,3 +119,19 @@ def test_contrast_weights(name: str, weights: list[float]) -> None:
 def test_a_centre_contrast_needs_an_interior_depth() -> None:
     with pytest.raises(NeedlepointError, match="needs at least three depths"):
         contrast_weights("ends-minus-centre", [0, 1])
+
+
+def test_compare_sets_depth_runs_side_by_side(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp"
+    args = ["compare", str(runs["decline"]), str(runs["dip"]), "--out", str(out)]
+    assert main([*args, "--label", "decline", "--label", "dip"]) == 0
+    printed = capsys.readouterr().out
+    assert "decline: " in printed and "dip: " in printed
+    text = (out / "comparison.md").read_text("utf-8")
+    assert "| decline |" in text and "| dip |" in text
+    assert (out / "comparison_depth.png").exists()
+    assert (out / "runs" / "1" / "depth.json").exists() and (
+        out / "runs" / "2" / "depth.json"
+    ).exists()
