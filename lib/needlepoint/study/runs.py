@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
@@ -143,7 +144,10 @@ def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None]:
     from needlepoint.analysis.inputs import from_run
 
     try:
-        doc = build_document(from_run(run_dir))
+        inp = from_run(run_dir)
+        if "depths" in inp.protocol:  # a depth design: its own preregistered contrast
+            return _depth_decision(inp)
+        doc = build_document(inp)
     except NeedlepointError as exc:
         return None, f"no analysis: {str(exc)[:160]}", None, None
     p = doc.primary
@@ -153,6 +157,16 @@ def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None]:
     elif p.estimate is not None:
         result = f"{p.estimate:.4g}"
     return p.decision, result, p.complete_cases, p.planned_cases
+
+
+def _depth_decision(inp: Any) -> tuple[str | None, str, int | None, int | None]:
+    """A depth design's decision on its preregistered contrast (analysis.depth)."""
+    from needlepoint.analysis.depth import analyze_depth
+
+    d = analyze_depth(inp)
+    p = d.primary
+    result = "" if p.estimate is None else f"{p.estimate:.4g} [{p.lower:.4g}, {p.upper:.4g}]"
+    return d.decision, result, p.cases, inp.protocol["cases"]
 
 
 def pilot_design_of(folder: Path) -> str:
