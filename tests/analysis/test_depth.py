@@ -135,3 +135,15 @@ def test_compare_sets_depth_runs_side_by_side(
     assert (out / "runs" / "1" / "depth.json").exists() and (
         out / "runs" / "2" / "depth.json"
     ).exists()
+
+
+def test_calibrate_refuses_a_depth_pilot_in_one_line(tmp_path: Path) -> None:
+    pilot = tmp_path / "pilot"
+    args = ["pilot", "--protocol", str(ROOT / "protocols" / "depth-grid.json"), "--out", str(pilot)]
+    args += ["--lengths", "24", "--cases", "6", "--evidence-root", str(tmp_path)]
+    assert main([*args, "--allow", "100", "--simulate", "perfect", "--no-progress"]) == 0
+    from needlepoint.pilot.calibrate import calibrate
+
+    with pytest.raises(NeedlepointError, match="cannot be calibrated yet") as err:
+        calibrate(pilot)
+    assert "\n" not in str(err.value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,47 @@ def summary_markdown(d: DepthAnalysis, figures: bool) -> str:
         out += ["", "## Figures", ""]
         out += [f"- {path}" for path in FIGURES.values()]
     return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class DepthRun:
+    """A depth run's analysis as the analysis notebook reads it (``analyze_run``'s interface)."""
+
+    result: DepthAnalysis
+    out_dir: Path | None
+
+    @property
+    def decision(self) -> str:
+        return self.result.decision
+
+    @property
+    def reason(self) -> str:
+        return self.result.reason
+
+    @property
+    def simulation(self) -> bool:
+        return self.result.simulation
+
+    def headline(self) -> list[str]:
+        """The lines ``analyze`` prints."""
+        return ([SIMULATION_BANNER] if self.simulation else []) + headline_lines(self.result)
+
+    def figures(self) -> dict[str, Path]:
+        """Figure name -> PNG path (empty when nothing was written)."""
+        if self.out_dir is None:
+            return {}
+        return {k: self.out_dir / v for k, v in FIGURES.items()}
+
+
+def depth_run(inp: Any, out_dir: str | Path | None, figures: bool = True) -> DepthRun:
+    """Analyse a depth run and (with ``out_dir``) write its files."""
+    from needlepoint.analysis.depth import analyze_depth
+
+    result = analyze_depth(inp)
+    if out_dir is None:
+        return DepthRun(result, None)
+    write_depth(result, out_dir, figures)
+    return DepthRun(result, Path(out_dir) if figures else None)
 
 
 def write_depth(d: DepthAnalysis, out_dir: str | Path, figures: bool = True) -> Path:
