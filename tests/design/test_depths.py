@@ -294,3 +294,28 @@ def test_the_audit_finds_orders_that_are_not_the_williams_square(
     report = audit_prepared(root)
     failed = {c.name for c in report.checks if not c.ok}
     assert {"williams_orders", "case_shuffle"} <= failed
+
+
+@pytest.mark.parametrize("placement", ["per-case", "around-target"])
+def test_design_views_show_a_depth_design(tmp_path: Path, placement: str) -> None:
+    from needlepoint.design import views as dv
+    from needlepoint.design.prepared import load_prepared
+
+    root = prepare_protocol(tmp_path / "out", load(tmp_path, small(placement)))
+    prepared = load_prepared(root)
+    table = dv.protocol_table(prepared.protocol)
+    assert table.loc["planned requests", "value"] == 6 * 1 * 2 * 6
+    assert table.loc["depths", "value"] == "0, 0.25, 0.5, 0.75, 1"
+    assert table.loc["near-name placement", "value"].startswith(placement)
+    spots = dv.positions_table(prepared.protocol)
+    assert [spots.loc[24, f"{c} at"] for c in ("D0", "D0.25", "D0.5", "D0.75", "D1", "A")] == [
+        0,
+        6,
+        12,
+        18,
+        24,
+        12,
+    ]
+    sizes = dv.equal_length_table(prepared)
+    assert len(sizes) == 6 and sizes["all equal"].all() and (sizes["requests"] == 12).all()
+    assert dv.order_figure(prepared, tmp_path / "order.png").stat().st_size > 10_000
