@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from needlepoint.cli import main
-from needlepoint.design import audit as audit_mod
+from needlepoint.design import audit_positions as audit_mod
 from needlepoint.design import positions
 from needlepoint.design.audit import audit_prepared
 from needlepoint.design.prepared import prepare, prepare_protocol

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.design import schema
+from needlepoint.design.audit_positions import around, drawn_slots, insertion, williams
 from needlepoint.design.schema import (
     DATA_FILES,
     DESIGN_FIELDS,
@@ -342,62 +343,6 @@ class _Audit:
                 c.fail(f"block {number}: plan has {'/'.join(g)}, seed gives {'/'.join(e)}")
         if len(expected) != len(got):
             c.fail(f"plan has {len(got)} blocks, seed gives {len(expected)}")
-
-
-# --- the depth and placement options, re-implemented from PROTOCOL.md --------------------------
-
-
-def williams(conditions: list[str]) -> list[str]:
-    """PROTOCOL.md, "Condition orders": row 0 is 0, 1, n−1, 2, n−2, …; row r adds r (mod n);
-    an odd n appends the n rows reversed."""
-    n = len(conditions)
-    first = [0]
-    for i in range(1, n):
-        first.append((i + 1) // 2 if i % 2 else n - i // 2)
-    rows = [[(x + r) % n for x in first] for r in range(n)]
-    rows += [row[::-1] for row in rows] if n % 2 else []
-    return ["-".join(conditions[x] for x in row) for row in rows]
-
-
-def label_of(depth: float) -> str:
-    """PROTOCOL.md, "Depth designs": D, then the depth with at most three decimals."""
-    thousandths = round(depth * 1000)
-    whole, rest = divmod(thousandths, 1000)
-    return f"D{whole}" if rest == 0 else f"D{whole}." + f"{rest:03d}".rstrip("0")
-
-
-def insertion(protocol: dict[str, Any], condition: str, n: int) -> int:
-    """Index of the target (A: placeholder) record among the N + 1 records; −1 if unknown."""
-    at = {"A": n // 2}
-    if "depths" in protocol:
-        for cond, depth in zip(protocol["conditions"], protocol["depths"], strict=False):
-            at[cond] = round(depth * 1000) * n // 1000
-    else:
-        at |= {"B": 0, "M": n // 2, "E": n}
-    return at.get(condition, -1)
-
-
-def drawn_slots(protocol: dict[str, Any]) -> dict[tuple[str, int], list[int]]:
-    """PROTOCOL.md, "Near-name placement", per-case: (case label, N) → six ascending slots."""
-    rng, out = JavaRandom(protocol["seeds"]["placement"]), {}
-    for i in range(protocol["cases"]):
-        for n in protocol["lengths"]:
-            chosen: list[int] = []
-            while len(chosen) < 6:
-                draw = rng.nextInt(n)
-                if draw not in chosen:
-                    chosen.append(draw)
-            out[(f"S{i + 1}", n)] = sorted(chosen)
-    return out
-
-
-def around(offsets: list[int], at: int, n: int) -> list[int | None]:
-    """Background index of the record ``offset`` records from the target; None without room."""
-    slots: list[int | None] = []
-    for off in offsets:
-        index = at + off if off < 0 else at + off - 1
-        slots.append(index if 0 <= index < n else None)
-    return slots
 
 
 def audit_prepared(path: str | Path) -> AuditReport:
