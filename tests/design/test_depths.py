@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from needlepoint.cli import main
 from needlepoint.design import audit_positions as audit_mod
@@ -319,3 +321,57 @@ def test_design_views_show_a_depth_design(tmp_path: Path, placement: str) -> Non
     sizes = dv.equal_length_table(prepared)
     assert len(sizes) == 6 and sizes["all equal"].all() and (sizes["requests"] == 12).all()
     assert dv.order_figure(prepared, tmp_path / "order.png").stat().st_size > 10_000
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(derandomize=True, max_examples=150, deadline=None)
+@given(
+    depths=st.one_of(
+        _JSON,
+        st.lists(st.floats(-0.5, 1.5) | st.integers(-2, 2), max_size=13),
+        st.lists(st.integers(0, 1000), min_size=2, max_size=5, unique=True).map(
+            lambda xs: [x / 1000 for x in sorted(xs)]
+        ),
+    ),
+    placement=st.one_of(_JSON, st.sampled_from(["fixed", "per-case", "around-target"])),
+    offsets=st.one_of(
+        _JSON,
+        st.lists(st.integers(-30, 30), max_size=7),
+        st.lists(st.integers(-24, 24).filter(bool), min_size=6, max_size=6, unique=True).map(
+            sorted
+        ),
+    ),
+    contrast=st.one_of(_JSON, st.sampled_from(["ends-minus-interior", "first-minus-last"])),
+)
+def test_hostile_options_load_or_fail_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory,
+    depths: object,
+    placement: object,
+    offsets: object,
+    contrast: object,
+) -> None:
+    # Whatever the option fields hold, the loader accepts a design the generator can honour or
+    # refuses it with one line; never a traceback.
+    # 60 cases: a multiple of every Williams square of 3 to 6 conditions (6, 4, 10, 6 rows).
+    override = small("fixed") | {"depths": depths, "near_placement": placement, "cases": 60}
+    override |= {"near_offsets": offsets, "analysis": {"contrast": contrast}}
+    override["seeds"] = {"materials": 1, "order": 2}
+    if placement == "per-case":
+        override["seeds"]["placement"] = 3
+    if placement != "around-target":
+        del override["near_offsets"]
+    try:
+        protocol = load(tmp_path_factory.mktemp("fuzz"), override)
+    except NeedlepointError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert protocol["conditions"][-1] == "A"
+    assert protocol["orders"] == positions.williams_orders(protocol["conditions"])
