@@ -148,6 +148,7 @@ def test_v1_has_no_option_and_refuses_one() -> None:
         ({"near_offsets": [1, 2, 3, 4, 5, 6]}, "field near_offsets: only with near_placement"),
         ({"analysis": {"contrast": "bigger"}}, "field analysis.contrast: 'bigger' is not one of"),
         ({"analysis": {}}, "field analysis.contrast: missing"),
+        ({"depths": [0, 1]}, "field analysis.contrast: ends-minus-interior needs at least 3"),
         ({"cases": 8}, "field cases: must be a multiple of the 6 orders"),
         ({"orders": ["D0-D0.25-D0.5-D0.75-D1-A"] * 6}, "orders must be the Williams square"),
         ({"conditions": ["D0", "D0.25", "D0.5", "D0.75", "D9", "A"]}, "conditions must be"),

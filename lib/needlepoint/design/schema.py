@@ -194,6 +194,8 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
     _templates(_nested(f, "templates"))
     _runner(_nested(f, "runner"))
     _analysis(_nested(f, "analysis"), p["cases"], "depths" in p)
+    if "depths" in p and p["analysis"]["contrast"] != "first-minus-last" and len(p["depths"]) < 3:
+        raise f.fail("analysis.contrast", f"{p['analysis']['contrast']} needs at least 3 depths")
     check_sizes(p, f)
 
 
