@@ -178,7 +178,7 @@ def generate_cases(protocol: dict[str, Any]) -> tuple[Case, ...]:
         target_code = d.code()
         shares = re.compile("|".join(map(re.escape, sorted(bigrams(target) - {d.suffix})))).search
         backgrounds = []
-        for li, length in enumerate(protocol["lengths"]):
+        for at_length, length in enumerate(protocol["lengths"]):
             taken = {target, *(name for name, _ in near)}
             names, codes = [], []
             for _ in range(length):
@@ -190,7 +190,7 @@ def generate_cases(protocol: dict[str, Any]) -> tuple[Case, ...]:
                     length=length,
                     names=tuple(names),
                     codes=tuple(codes),
-                    slots=drawn[index][li] if drawn else near_slots(length) if fixed else (),
+                    slots=drawn[index][at_length] if drawn else near_slots(length) if fixed else (),
                     placeholder_name=placeholder,
                     placeholder_code=d.code(),
                 )
