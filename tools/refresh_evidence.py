@@ -149,8 +149,7 @@ def local_comparison(scratch: Path, name: str) -> list[str]:
     from needlepoint.analysis.document import analyze_run
     from needlepoint.compare.document import compare_runs
     from needlepoint.jsonio import read_json
-    from needlepoint.local.compare_effects import readme_sections
-    from needlepoint.local.compare_files import MARKER, Entrant, Layout, readme_text
+    from needlepoint.local.compare import MARKER, Entrant, Layout, readme_sections, readme_text
     from needlepoint.run.audit import audit_run
 
     committed = Layout(EVIDENCE / FOLDERS[name])

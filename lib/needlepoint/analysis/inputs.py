@@ -74,6 +74,8 @@ class Outcome(PlanCell):
     cost: float | None
     lenient: bool = False  # exploratory (scoring.lenient_correct); the decision never reads it
     near_kind: str | None = None  # a wrong code naming a near name: that name's kind
+    # Near names placed before the target (answer key, depth designs only; None in v1 and v2).
+    near_before: int | None = None
 
     @property
     def valid(self) -> bool:
@@ -230,6 +232,7 @@ def validate_rows(
                 **numbers,
                 lenient=lenient,
                 near_kind=near,
+                near_before=prepared.answer_key[seq].get("near_before"),
             )
         )
     absent = sorted(set(plan) - set(seen))

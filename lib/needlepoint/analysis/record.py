@@ -63,8 +63,10 @@ class AnalysisParameters:
 
     @classmethod
     def of(cls, protocol: dict[str, Any]) -> AnalysisParameters:
-        """The parameters of a loaded protocol."""
-        return record_from_plain(cls, dict(protocol["analysis"]), "protocol analysis")
+        """The parameters of a loaded protocol (a depth design's ``contrast`` is read by
+        analysis.depth)."""
+        values = {k: v for k, v in protocol["analysis"].items() if k != "contrast"}
+        return record_from_plain(cls, values, "protocol analysis")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         default_out = Path(names[0]) / "analysis"
     refuse_pooling(inputs, names)
     out = Path(args.out) if args.out else default_out
+    if "depths" in inputs[0].protocol:
+        return _depth(inputs[0], out, not args.no_figures)
     record, notes = _study_record(args, out)
     result = analyze(inputs[0], out, figures=not args.no_figures, record=record)
     doc = result.document
@@ -57,6 +59,26 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         say(line)
     where = _shown(out)
     say(f"wrote {where}/analysis.json, {where}/summary.md and {len(doc.figures)} figures")
+    return 0
+
+
+def _depth(inp: object, out: Path, figures: bool) -> int:
+    """A depth design's analysis (PROTOCOL.md, "Depth analysis"): depth.json, summary.md and
+    the depth figures."""
+    from needlepoint.analysis.depth import analyze_depth
+    from needlepoint.analysis.depth_report import FIGURES, headline_lines, write_depth
+    from needlepoint.analysis.primary import SIMULATION_BANNER
+
+    result = analyze_depth(inp)  # type: ignore[arg-type]
+    if result.simulation:
+        print(SIMULATION_BANNER)
+    for line in headline_lines(result):
+        print(line)
+    write_depth(result, out, figures)
+    where = _shown(out)
+    print(
+        f"wrote {where}/depth.json, {where}/summary.md and {len(FIGURES) if figures else 0} figures"
+    )
     return 0
 
 

@@ -17,7 +17,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from needlepoint.compare.document import compare_runs, load_runs
     from needlepoint.study.record import evidence_root, search_note, study_record
 
-    load_runs(args.run_dirs, args.allow_simulated)  # refusals first, before the record is read
+    runs = load_runs(args.run_dirs, args.allow_simulated)  # refusals first, before the record
+    if "depths" in runs[0].input.protocol:
+        from needlepoint.compare.depth import compare_depth
+
+        lines = compare_depth(runs, Path(args.out), figures=not args.no_figures, labels=args.label)
+        for line in lines:
+            print(line)
+        return 0
     root = evidence_root(args.evidence_root, args.run_dirs[0])
     record = study_record(args.run_dirs, root, Path(args.out))
     result = compare_runs(

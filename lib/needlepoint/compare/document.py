@@ -57,7 +57,7 @@ class LoadedRun:
 
     run_dir: Path
     input: AnalysisInput
-    document: AnalysisDocument
+    document: AnalysisDocument | None  # None for a depth design: compare.depth analyses those
     model: str
     body_profile: str
     design_fingerprint: str
@@ -81,7 +81,7 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     return LoadedRun(
         run_dir=root,
         input=inp,
-        document=build_document(inp),
+        document=None if "depths" in inp.protocol else build_document(inp),
         model=str(inp.protocol.get("model")),
         body_profile=body_profile(inp.protocol),
         design_fingerprint=design_fingerprint(inp.protocol),

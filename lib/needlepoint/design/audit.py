@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.design import schema
+from needlepoint.design.audit_positions import around, drawn_slots, insertion, williams
 from needlepoint.design.schema import (
     DATA_FILES,
     DESIGN_FIELDS,
@@ -108,11 +109,45 @@ _CHECKS = {
 }
 
 
+# A design with depth or placement options (PROTOCOL.md, "Depth designs") is judged by the same
+# checks, worded for it, plus two more; v1 and v2 keep exactly the checks above.
+_OPTION_CHECKS = {
+    "order_balance": "each condition order appears equally often in every stratum",
+    "williams_orders": "the orders are the Williams square over the conditions (PROTOCOL.md)",
+    "position_balance": "each condition equally often in each serial position of every stratum",
+    "target_once": "target code once in each answer-present condition at its depth; never in A",
+    "shared_background": "the conditions of a block share one background (near names aside)",
+    "equal_length": "all requests of a pair have equal character length",
+}
+_NEAR_RULES = {
+    "fixed": "high: two of each near kind at floor((2k+1)N/12), kinds as claimed",
+    "per-case": "high: two of each near kind at the slots drawn from seeds.placement",
+    "around-target": "high: near name k at offset k from the target where room allows, "
+    "the others recorded as unplaced",
+}
+_PAIR_RULE = "low and high differ in exactly the placed slot names, codes unchanged"
+
+
+def _checks(protocol: Any) -> dict[str, Check]:
+    options = isinstance(protocol, dict) and any(k in protocol for k in schema.DESIGN_OPTIONS)
+    if not options:
+        return {name: Check(name, text) for name, text in _CHECKS.items()}
+    texts = _CHECKS | _OPTION_CHECKS
+    texts["near_slots"] = _NEAR_RULES.get(str(protocol.get("near_placement", "fixed")), "")
+    texts["pair_difference"] = _PAIR_RULE
+    order = [*_CHECKS]
+    order[order.index("order_balance") + 1 : order.index("order_balance") + 1] = [
+        "williams_orders",
+        "position_balance",
+    ]
+    return {name: Check(name, texts[name]) for name in order}
+
+
 class _Audit:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.c = {name: Check(name, text) for name, text in _CHECKS.items()}
         self.protocol = read_json(root / "protocol.json")
+        self.c = _checks(self.protocol)
         p = self.protocol
         if not isinstance(p, dict) or p.get("format") not in KNOWN_FORMATS:
             fmt = p.get("format") if isinstance(p, dict) else None
@@ -125,6 +160,9 @@ class _Audit:
         # no code with the generator): the rules below then meet only well-typed values.
         schema.check(p, str(root / "protocol.json"))
         check_file_sizes(root, p)
+        self.options = any(k in p for k in schema.DESIGN_OPTIONS)
+        self.placement = str(p.get("near_placement", "fixed"))
+        self.drawn = drawn_slots(p) if self.placement == "per-case" else {}
         text = read_text(root / "requests.jsonl")
         self.raw_lines = text.encode("utf-8").split(b"\n")
         for number, line in read_jsonl(root / "requests.jsonl", text):
@@ -249,7 +287,35 @@ class _Audit:
                             f"stratum {n}/{s}: order {order} appears "
                             f"{strata[(str(n), s, order)]} times, not {want}"
                         )
+        if self.options:
+            self.williams_and_positions(blocks)
         self.shuffle_check(blocks)
+
+    def williams_and_positions(self, blocks: list[list[dict[str, str]]]) -> None:
+        p = self.protocol
+        c = self.c["williams_orders"]
+        c.count += 1
+        if p["orders"] != williams(p["conditions"]):
+            c.fail(f"orders {p['orders']} are not the Williams square over {p['conditions']}")
+        c = self.c["position_balance"]
+        seen = Counter(
+            (r["length"], r["similarity"], position, r["condition"])
+            for rows in blocks
+            for position, r in enumerate(rows)
+        )
+        width = len(p["conditions"])
+        want = p["cases"] / width
+        for n in p["lengths"]:
+            for s in p["similarities"]:
+                for position in range(width):
+                    for cond in p["conditions"]:
+                        c.count += 1
+                        got = seen[(str(n), s, position, cond)]
+                        if got != want:
+                            c.fail(
+                                f"stratum {n}/{s}: {cond} is at serial position {position + 1} "
+                                f"{got} times, not {want:g}"
+                            )
 
     def blocks(self) -> list[list[dict[str, str]]]:
         width = len(self.protocol["conditions"])
@@ -309,7 +375,8 @@ def audited_design_fingerprint(protocol: dict[str, Any]) -> str | None:
     Computed here, not by design.protocol: PROTOCOL.md, "Design fingerprint", is the rule."""
     if not all(key in protocol for key in DESIGN_FIELDS):
         return None
-    return sha256_hex(canonical_bytes({key: protocol[key] for key in DESIGN_FIELDS}))
+    keys = schema.design_fields(protocol)
+    return sha256_hex(canonical_bytes({key: protocol[key] for key in keys}))
 
 
 def profile_of(protocol: dict[str, Any]) -> str:
@@ -415,12 +482,19 @@ class _Request:
         # Where the target record sits, by condition (PROTOCOL.md); a plan row naming another
         # condition is a finding of the design checks, and this request has no content to read.
         n = self.length
-        self.inserted = {"B": 0, "M": n // 2, "E": n, "A": n // 2}.get(self.condition, -1)
+        self.inserted = insertion(audit.protocol, self.condition, n)
         if self.inserted < 0:
+            known = ", ".join(audit.protocol["conditions"]) if audit.options else "B, M, A or E"
             audit.c["shared_background"].fail(
-                f"seq {seq}: plan condition {self.condition[:20]!r} is not B, M, A or E"
+                f"seq {seq}: plan condition {self.condition[:20]!r} is not {known}"
             )
             return
+        if audit.placement == "around-target":
+            self.slots = around(audit.protocol["near_offsets"], self.inserted, n)
+        elif audit.placement == "per-case":
+            self.slots = list(audit.drawn.get((row["case"], n), []))
+        else:
+            self.slots = [(2 * k + 1) * n // 12 for k in range(6)]
         parts = texts(body, audit.protocol)
         if parts is None:
             return
@@ -479,17 +553,17 @@ def _block(audit: Any, block: list[_Request]) -> tuple[list[str], list[str]] | N
         != 1
     ):
         c["answer_key"].fail(f"answer_key seqs {first.seq}-{block[-1].seq}: target_code differs")
+    high = first.row["similarity"] == "high"
+    if high and audit.placement == "around-target":
+        return _block_around(audit, block)
     for r in block[1:]:
         if r.background != first.background or r.target != target:
             c["shared_background"].fail(f"seq {r.seq}: background differs from seq {first.seq}")
             return None
     c["record_format"].count += n * len(block)
-    rows = audit.records_re.findall("\n".join(first.background))
-    if len(rows) != len(first.background):  # slow path only to name the offending line
-        rows = [_parse(audit, first.seq, line) for line in first.background]
-    names, codes = [x[0] for x in rows], [x[1] for x in rows]
-    slots = [(2 * k + 1) * n // 12 for k in range(6)]
-    high = first.row["similarity"] == "high"
+    names, codes = _rows(audit, first)
+    # Under around-target (a low block here) the slots follow each request's target.
+    slots = [s for s in first.slots if s is not None]
     kinds = [classify_near(names[s], target) for s in slots]
     c["near_slots"].count += 6
     if high and (Counter(kinds) != Counter({k: 2 for k in NEAR_KINDS})):
@@ -506,11 +580,31 @@ def _block(audit: Any, block: list[_Request]) -> tuple[list[str], list[str]] | N
         for i, name in enumerate(names):
             if not (high and i in slots) and shares_word(name, target, suffix):
                 c["unrelated_names"].fail(f"seq {first.seq}: {name} at index {i} shares a word")
-    target_record = p["templates"]["record"]
     for r in block:
-        _request(audit, r, names, codes, slots, kinds if high else ["unrelated"] * 6)
-        if r.condition == "B":
-            target_record = r.lines[0]
+        own = r.slots if audit.placement == "around-target" else slots
+        _request(audit, r, names, codes, own, kinds if high else ["unrelated"] * 6)
+    _placeholder(audit, block, names, codes, target)
+    return first.background, names
+
+
+def _rows(audit: Any, r: _Request) -> tuple[list[str], list[str]]:
+    """The names and codes of a request's background records."""
+    rows = audit.records_re.findall("\n".join(r.background))
+    if len(rows) != len(r.background):  # slow path only to name the offending line
+        rows = [_parse(audit, r.seq, line) for line in r.background]
+    return [x[0] for x in rows], [x[1] for x in rows]
+
+
+def _placeholder(
+    audit: Any, block: list[_Request], names: list[str], codes: list[str], target: str
+) -> None:
+    """A's placeholder: as long as the target record, unrelated to the target, a new code."""
+    c, suffix = audit.c, audit.protocol["names"]["suffix"]
+    target_record = audit.protocol["templates"]["record"]
+    for r in block:
+        if r.condition != "A":
+            target_record = r.lines[r.inserted]
+            break
     for r in block:
         if r.condition == "A":
             c["placeholder"].count += 1
@@ -519,7 +613,43 @@ def _block(audit: Any, block: list[_Request]) -> tuple[list[str], list[str]] | N
                 c["placeholder"].fail(f"seq {r.seq}: placeholder length differs from the target's")
             if pname == target or shares_word(pname, target, suffix) or pcode in codes:
                 c["placeholder"].fail(f"seq {r.seq}: placeholder is not unrelated and new")
-    return first.background, names
+
+
+def _block_around(audit: Any, block: list[_Request]) -> tuple[list[str], list[str]] | None:
+    """A high block under around-target: each request's near names follow its own target, so
+    the backgrounds agree everywhere except at the two requests' slots, where only the names
+    differ; every request is then checked with its own slots."""
+    c, first = audit.c, block[0]
+    target, suffix = first.target, audit.protocol["names"]["suffix"]
+    parsed = {}
+    for r in block:
+        c["record_format"].count += r.length
+        parsed[r.seq] = _rows(audit, r)
+    names0, codes0 = parsed[first.seq]
+    for r in block:
+        names, codes = parsed[r.seq]
+        allowed = {s for s in (*r.slots, *first.slots) if s is not None}
+        differ = {i for i, (a, b) in enumerate(zip(names, names0, strict=False)) if a != b}
+        if r.target != target or codes != codes0 or not differ <= allowed:
+            c["shared_background"].fail(f"seq {r.seq}: background differs from seq {first.seq}")
+            return None
+    grams = sorted({target[i : i + 2] for i in range(len(target) - 1)} - {suffix})
+    search = re.compile("|".join(map(re.escape, grams))).search
+    for r in block:
+        names, codes = parsed[r.seq]
+        placed = [s for s in r.slots if s is not None]
+        kinds = [classify_near(names[s], target) for s in placed]
+        c["near_slots"].count += 6
+        counts = Counter(kinds)
+        if None in counts or any(counts[k] > 2 for k in NEAR_KINDS):
+            c["near_slots"].fail(f"seq {r.seq}: placed slot names are {kinds}")
+        others = [name for i, name in enumerate(names) if i not in placed]
+        c["unrelated_names"].count += len(others)
+        if search("\n".join(others)):
+            c["unrelated_names"].fail(f"seq {r.seq}: a background name shares a word")
+        _request(audit, r, names, codes, r.slots, kinds)
+    _placeholder(audit, block, names0, codes0, target)
+    return first.background, names0
 
 
 def _request(
@@ -527,7 +657,7 @@ def _request(
     r: _Request,
     names: list[str],
     codes: list[str],
-    slots: list[int],
+    all_slots: list[int | None],
     kinds: list[str | None],
 ) -> None:
     p, c = audit.protocol, audit.c
@@ -551,6 +681,7 @@ def _request(
     if len(set(all_codes)) != len(all_codes) or len(set(all_names)) != len(all_names):
         c["unique_codes"].fail(f"seq {r.seq}: a code or name repeats within the request")
     c["answer_key"].count += 1
+    slots = [s for s in all_slots if s is not None]
     expected = {
         "seq": r.seq,
         "expected": p["unknown"] if r.condition == "A" else ins_code,
@@ -558,10 +689,15 @@ def _request(
         "codes_present": sorted(all_codes),
         "near_codes": [codes[s] for s in slots],
         "near_names": [names[s] for s in slots],
-        "near_kinds": kinds,
+        "near_kinds": kinds[: len(slots)],
         "similarity": r.row["similarity"],
         "condition": r.condition,
     }
+    if audit.options:
+        offsets = audit.protocol.get("near_offsets", [None] * len(all_slots))
+        pairs = zip(offsets, all_slots, strict=False)
+        expected["near_before"] = sum(1 for s in slots if s < r.inserted)
+        expected["near_unplaced"] = [o for o, s in pairs if s is None]
     for field_name, value in expected.items():
         if key.get(field_name) != value:
             c["answer_key"].fail(f"answer_key seq {r.seq}: {field_name} disagrees with request")
@@ -577,9 +713,11 @@ def _pair(audit: Any, reqs: list[_Request], low: Any, high: Any) -> None:
     if len(lengths) != 1:
         c["equal_length"].fail(f"seqs {reqs[0].seq}-{reqs[-1].seq}: lengths differ {lengths}")
     c["pair_difference"].count += 1
+    if audit.placement == "around-target":
+        _pair_around(audit, reqs)
+        return
     (bg_a, names_a), (bg_b, names_b) = low, high
-    n = reqs[0].length
-    slots = {(2 * k + 1) * n // 12 for k in range(6)}
+    slots = set(reqs[0].slots)
     differ = {i for i, (x, y) in enumerate(zip(bg_a, bg_b, strict=False)) if x != y}
     same_codes = all(
         x.replace(na, "") == y.replace(nb, "")
@@ -590,3 +728,24 @@ def _pair(audit: Any, reqs: list[_Request], low: Any, high: Any) -> None:
             f"seqs {reqs[0].seq}-{reqs[-1].seq}: low/high differ at {sorted(differ)}, "
             f"expected exactly the slots {sorted(slots)} with unchanged codes"
         )
+
+
+def _pair_around(audit: Any, reqs: list[_Request]) -> None:
+    """Under around-target each condition's low and high requests differ exactly at its placed
+    slots, with unchanged codes."""
+    by_condition: dict[str, list[_Request]] = {}
+    for r in reqs:
+        by_condition.setdefault(r.condition, []).append(r)
+    for cond, pair in sorted(by_condition.items()):
+        if len(pair) != 2:
+            audit.c["pair_difference"].fail(f"seq {reqs[0].seq}: condition {cond} not in both arms")
+            continue
+        a, b = pair
+        names_a, codes_a = _rows(audit, a)
+        names_b, codes_b = _rows(audit, b)
+        differ = {i for i, (x, y) in enumerate(zip(names_a, names_b, strict=False)) if x != y}
+        if differ != {s for s in a.slots if s is not None} or codes_a != codes_b:
+            audit.c["pair_difference"].fail(
+                f"seqs {a.seq}/{b.seq}: low/high differ at {sorted(differ)}, expected the "
+                f"placed slots {sorted(s for s in a.slots if s is not None)} with unchanged codes"
+            )

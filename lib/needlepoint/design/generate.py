@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from needlepoint.design import positions
 from needlepoint.design.profiles import build_body
 from needlepoint.design.protocol import protocol_bytes
 from needlepoint.design.schema import PLAN_COLUMNS
@@ -42,7 +43,9 @@ class Background:
     length: int
     names: tuple[str, ...]  # low-similarity names; slots hold unrelated names here
     codes: tuple[str, ...]
-    slots: tuple[int, ...]  # background indices of the six near-name slots, k = 0..5
+    # Background indices of the six near-name slots, k = 0..5 (fixed or per-case placement);
+    # empty under around-target, where the slots follow each condition's target.
+    slots: tuple[int, ...]
     placeholder_name: str
     placeholder_code: str
 
@@ -59,9 +62,9 @@ class Case:
     backgrounds: tuple[Background, ...]  # in protocol length order
 
 
-def near_slots(length: int, count: int = 6) -> tuple[int, ...]:
-    """Background indices floor((2k+1)·N/12): spread evenly, six whatever the length."""
-    return tuple((2 * k + 1) * length // (2 * count) for k in range(count))
+def near_slots(length: int) -> tuple[int, ...]:
+    """v1's background indices floor((2k+1)·N/12): spread evenly, six whatever the length."""
+    return positions.fixed_slots(length)
 
 
 def bigrams(name: str) -> set[str]:
@@ -165,6 +168,9 @@ def generate_cases(protocol: dict[str, Any]) -> tuple[Case, ...]:
     d = _Drawer(protocol)
     targets: set[str] = set()
     cases = []
+    kind = positions.placement(protocol)
+    drawn = positions.per_case_slots(protocol) if kind == positions.PER_CASE else []
+    fixed = kind == positions.FIXED
     for index in range(protocol["cases"]):
         words = d.target(targets)
         target = "".join(words) + d.suffix
@@ -172,7 +178,7 @@ def generate_cases(protocol: dict[str, Any]) -> tuple[Case, ...]:
         target_code = d.code()
         shares = re.compile("|".join(map(re.escape, sorted(bigrams(target) - {d.suffix})))).search
         backgrounds = []
-        for length in protocol["lengths"]:
+        for at_length, length in enumerate(protocol["lengths"]):
             taken = {target, *(name for name, _ in near)}
             names, codes = [], []
             for _ in range(length):
@@ -184,7 +190,7 @@ def generate_cases(protocol: dict[str, Any]) -> tuple[Case, ...]:
                     length=length,
                     names=tuple(names),
                     codes=tuple(codes),
-                    slots=near_slots(length),
+                    slots=drawn[index][at_length] if drawn else near_slots(length) if fixed else (),
                     placeholder_name=placeholder,
                     placeholder_code=d.code(),
                 )
@@ -211,12 +217,15 @@ class Request:
     codes_present: tuple[str, ...]
     near_codes: tuple[str, ...]
     near_names: tuple[str, ...]
+    near_kinds: tuple[str, ...]
+    near_before: int  # placed near-name slots before the target (or A's placeholder)
+    unplaced: tuple[int, ...]  # around-target offsets that found no room
 
 
 class RequestBuilder:
     """Renders the request for one case × length × similarity × condition.
 
-    The rendered background lines are cached per (case, length, similarity) because the four
+    The rendered background lines are cached per (case, length, similarity, slots) because the
     conditions of a block share them: that keeps scaled protocols fast.
     """
 
@@ -227,19 +236,38 @@ class RequestBuilder:
         self.rec_mid, self.rec_tail = rest.split("{code}")
         self.user_head, self.user_tail = t["user"].split("{records}")
         self.system = t["system"]
-        self._lines: dict[tuple[str, int, str], list[str]] = {}
+        self.around = positions.placement(protocol) == positions.AROUND
+        self._lines: dict[tuple[str, int, str, tuple[int | None, ...]], list[str]] = {}
         self._sorted: dict[tuple[str, int], list[str]] = {}
 
     def _render(self, name: str, code: str) -> str:
         return self.rec_head + name + self.rec_mid + code + self.rec_tail
 
-    def lines(self, case: Case, bg: Background, similarity: str) -> list[str]:
-        key = (case.label, bg.length, similarity)
+    def slots(
+        self, bg: Background, inserted: int
+    ) -> tuple[tuple[int | None, ...], tuple[int, ...]]:
+        """Each near name's background slot (None where it has no room), and unplaced offsets."""
+        if self.around:
+            return positions.around_slots(self.p["near_offsets"], inserted, bg.length)
+        return bg.slots, ()
+
+    def lines(
+        self,
+        case: Case,
+        bg: Background,
+        similarity: str,
+        slots: tuple[int | None, ...] | None = None,
+    ) -> list[str]:
+        """The background's rendered records; under high similarity the near names sit in
+        ``slots`` (the background's own, unless given)."""
+        slots = bg.slots if slots is None else slots
+        key = (case.label, bg.length, similarity, slots if similarity == "high" else ())
         if key not in self._lines:
             names = list(bg.names)
             if similarity == "high":
-                for slot, near in zip(bg.slots, case.near_names, strict=True):
-                    names[slot] = near
+                for slot, near in zip(slots, case.near_names, strict=True):
+                    if slot is not None:
+                        names[slot] = near
             head, mid, tail = self.rec_head, self.rec_mid, self.rec_tail
             self._lines[key] = [
                 head + n + mid + c + tail for n, c in zip(names, bg.codes, strict=True)
@@ -255,32 +283,30 @@ class RequestBuilder:
         return tuple(codes)
 
     def build(self, case: Case, bg: Background, similarity: str, condition: str) -> Request:
-        lines = self.lines(case, bg, similarity)
-        half = bg.length // 2
-        target = self._render(case.target_name, case.target_code)
-        if condition == "B":
-            records = [target, *lines]
-        elif condition == "M":
-            records = [*lines[:half], target, *lines[half:]]
-        elif condition == "E":
-            records = [*lines, target]
-        else:  # A: an unrelated placeholder of exactly the target record's length
-            placeholder = self._render(bg.placeholder_name, bg.placeholder_code)
-            records = [*lines[:half], placeholder, *lines[half:]]
+        at = positions.insertion_index(self.p, condition, bg.length)
+        slots, unplaced = self.slots(bg, at)
+        lines = self.lines(case, bg, similarity, slots)
+        if condition == "A":  # an unrelated placeholder of exactly the target record's length
+            inserted = self._render(bg.placeholder_name, bg.placeholder_code)
+        else:
+            inserted = self._render(case.target_name, case.target_code)
+        records = [*lines[:at], inserted, *lines[at:]]
         user = (
             self.user_head + "\n".join(records) + self.user_tail.replace("{name}", case.target_name)
         )
         body = build_body(self.p, self.system, user)
-        inserted = bg.placeholder_code if condition == "A" else case.target_code
-        near_names = (
-            case.near_names if similarity == "high" else tuple(bg.names[s] for s in bg.slots)
-        )
+        code = bg.placeholder_code if condition == "A" else case.target_code
+        placed = [(s, k) for k, s in enumerate(slots) if s is not None]
+        high = similarity == "high"
         return Request(
             body=body,
             expected=self.p["unknown"] if condition == "A" else case.target_code,
-            codes_present=self._codes_present(bg, inserted),
-            near_codes=tuple(bg.codes[s] for s in bg.slots),
-            near_names=near_names,
+            codes_present=self._codes_present(bg, code),
+            near_codes=tuple(bg.codes[s] for s, _ in placed),
+            near_names=tuple(case.near_names[k] if high else bg.names[s] for s, k in placed),
+            near_kinds=tuple(case.near_kinds[k] if high else "unrelated" for _, k in placed),
+            near_before=positions.near_before(slots, at),
+            unplaced=unplaced,
         )
 
 
@@ -344,6 +370,7 @@ def generate(protocol: dict[str, Any]) -> dict[str, bytes]:
     builder = RequestBuilder(protocol)
     length_index = {n: i for i, n in enumerate(protocol["lengths"])}
     requests, keys = [], []
+    options = positions.has_options(protocol)
     plan = io.StringIO()
     writer = csv.writer(plan, lineterminator="\n")
     writer.writerow(PLAN_COLUMNS)
@@ -376,13 +403,13 @@ def generate(protocol: dict[str, Any]) -> dict[str, bytes]:
                 "codes_present": list(req.codes_present),
                 "near_codes": list(req.near_codes),
                 "near_names": list(req.near_names),
-                "near_kinds": list(case.near_kinds)
-                if slot.similarity == "high"
-                else ["unrelated"] * len(req.near_codes),
+                "near_kinds": list(req.near_kinds),
                 "similarity": slot.similarity,
                 "condition": slot.condition,
             }
         )
+        if options:  # v1 and v2 keys keep their bytes: these fields exist only with the options
+            keys[-1] |= {"near_before": req.near_before, "near_unplaced": list(req.unplaced)}
     return {
         "protocol.json": protocol_bytes(protocol),
         "requests.jsonl": b"".join(requests),

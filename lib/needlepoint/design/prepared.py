@@ -39,6 +39,7 @@ SOURCE_MODULES = (
     "design/protocol.py",
     "design/profiles.py",
     "design/generate.py",
+    "design/positions.py",
     "design/prepared.py",
 )
 

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from needlepoint.design import profiles, schema
-from needlepoint.design.schema import CODE_PATTERN, DESIGN_FIELDS
+from needlepoint.design import positions, profiles, schema
+from needlepoint.design.schema import CODE_PATTERN
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, read_json, sha256_hex
 
@@ -90,8 +90,9 @@ def reference_protocol() -> dict[str, Any]:
 
 
 def design_part(protocol: dict[str, Any]) -> dict[str, Any]:
-    """The design fields of a protocol, whole (missing ones are an error upstream)."""
-    return {key: protocol[key] for key in DESIGN_FIELDS}
+    """The design fields of a protocol, whole, with the options it declares (missing ones are an
+    error upstream)."""
+    return {key: protocol[key] for key in schema.design_fields(protocol)}
 
 
 def design_fingerprint(protocol: dict[str, Any]) -> str:
@@ -139,8 +140,29 @@ def load_override(path: str | Path) -> dict[str, Any]:
         raise NeedlepointError(f"{path}: a protocol override must be a JSON object")
     body = {k: override[k] for k in profiles.OPTIONAL_FIELDS if k in override}
     free = {k: override[k] for k in OPTIONAL_FIELDS if k in override}
-    rest = {k: v for k, v in override.items() if k not in body and k not in free}
+    options = {k: override[k] for k in schema.DESIGN_OPTIONS if k in override}
+    rest = {
+        k: v for k, v in override.items() if k not in body and k not in free and k not in options
+    }
+    # Nested option fields the reference lacks: seeds.placement and analysis.contrast.
+    nested = {}
+    for group, key in (("seeds", "placement"), ("analysis", "contrast")):
+        if isinstance(rest.get(group), dict) and key in rest[group]:
+            rest[group] = {k: v for k, v in rest[group].items() if k != key}
+            nested[(group, key)] = override[group][key]
     merged = _merge(_REFERENCE, rest, str(path))
+    for (group, key), value in nested.items():
+        merged[group][key] = copy.deepcopy(value)
+    merged |= copy.deepcopy(options)
+    if isinstance(options.get("depths"), list):
+        # A depth design names its conditions and orders by rule unless the file spells them.
+        try:
+            if "conditions" not in override:
+                merged["conditions"] = positions.depth_conditions(options["depths"])
+            if "orders" not in override and isinstance(merged["conditions"], list):
+                merged["orders"] = positions.williams_orders([str(c) for c in merged["conditions"]])
+        except TypeError:
+            pass  # a mistyped depth: the schema names it below
     protocol = _with_body_fields(merged, override, body, str(path)) | copy.deepcopy(free)
     validate(protocol, str(path))
     return protocol
@@ -202,6 +224,15 @@ def validate(p: dict[str, Any], where: str = "protocol.json") -> None:
         raise NeedlepointError(f"{where}: rationale must be a JSON object")
     if "materials_reuse" in p:
         _check_reuse(p["materials_reuse"], where)
+    if "depths" in p:
+        labels = positions.depth_conditions(p["depths"])
+        if p["conditions"] != labels:
+            raise NeedlepointError(f"{where}: conditions must be {labels} for these depths")
+        if p["orders"] != positions.williams_orders(labels):
+            raise NeedlepointError(
+                f"{where}: orders must be the Williams square over the conditions "
+                '(PROTOCOL.md, "Condition orders"); leave them out to have them filled in'
+            )
     # A model variant of v1 (another model, body profile or runner) is still v1; only a change
     # of a design field needs a new version.
     changed = _changed_fields(design_part(_REFERENCE), design_part(p))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
 import re
 from collections.abc import Collection
@@ -22,7 +23,7 @@ from typing import Any
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import decode_utf8, jsonl_values
 from needlepoint.safeio import read_limited
-from needlepoint.schema import Fields, is_int
+from needlepoint.schema import Fields, is_int, is_number
 
 # Size limits, checked before anything is generated (PROTOCOL.md, "Limits").
 MAX_CASES = 10_000
@@ -49,6 +50,14 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 CODE_PATTERN = r"[A-Z]{2}-[0-9]{4}"
 SIMILARITIES = ("low", "high")
 CONDITIONS = ("B", "M", "E", "A")
+# The depth and near-name options a newer version may declare (PROTOCOL.md, "Depth designs").
+# They are design fields when present; v1 and v2 have none, so their fingerprints are unchanged.
+DESIGN_OPTIONS = ("depths", "near_placement", "near_offsets")
+PLACEMENTS = ("fixed", "per-case", "around-target")
+# The preregistered contrasts of a depth design over its depths (analysis.depth).
+CONTRASTS = ("ends-minus-interior", "ends-minus-centre", "first-minus-last")
+MAX_DEPTHS = 11  # with A at most 12 conditions: a Williams square of at most 22 rows
+NEAR_OFFSETS = 6
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))
 
 
@@ -109,6 +118,14 @@ DESIGN_FIELDS = (
     "templates",
     "unknown",
 )
+
+
+# The design fields a protocol holds: DESIGN_FIELDS plus the options it declares.
+def design_fields(protocol: dict[str, Any]) -> tuple[str, ...]:
+    """The design fields of this protocol, sorted: the fixed ones and its declared options."""
+    return tuple(sorted((*DESIGN_FIELDS, *(k for k in DESIGN_OPTIONS if k in protocol))))
+
+
 LABEL_FIELDS = ("description", "version", *OPTIONAL_FIELDS)
 EXECUTION_FIELDS = ("runner",)
 VARIANT_FIELDS = ("model", *BODY_FIELDS)
@@ -124,11 +141,12 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
     f = Fields(p, where)
     # Body fields depend on the body profile: profiles.validate_body_fields requires them.
     required = set(FIELDS if known is None else known) - set(BODY_FIELDS) - set(OPTIONAL_FIELDS)
+    required -= set(DESIGN_OPTIONS)
     missing = sorted(required - set(p))
     if missing:
         raise f.fail(missing[0], "missing")
     if known is not None:
-        f.only(sorted(known))
+        f.only(sorted({*known, *DESIGN_OPTIONS}))
     _no_surrogates(p, f)
     f.integer("format")
     f.text("protocol_id")
@@ -150,20 +168,26 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
             raise f.fail(f"lengths[{i}]", f"{n} records exceed the limit of {MAX_LENGTH}")
     if len(set(lengths)) != len(lengths):
         raise f.fail("lengths", "must not repeat")
-    for name, fixed in (("similarities", SIMILARITIES), ("conditions", CONDITIONS)):
-        if f.get(name, False) != list(fixed):
-            raise f.fail(name, f"fixed by the design at {list(fixed)}")
+    if f.get("similarities", False) != list(SIMILARITIES):
+        raise f.fail("similarities", f"fixed by the design at {list(SIMILARITIES)}")
+    conditions = _depths(f)
     orders = f.array("orders", lambda v: isinstance(v, str), "a string", nonempty=True)
     if len(orders) > MAX_ORDERS:
         raise f.fail("orders", f"at most {MAX_ORDERS} orders")
     for i, order in enumerate(orders):
-        if sorted(order.split("-")) != sorted(CONDITIONS):
-            raise f.fail(f"orders[{i}]", f"{order[:40]!r} is not a permutation of B, M, E, A")
+        if sorted(order.split("-")) != sorted(conditions):
+            raise f.fail(
+                f"orders[{i}]", f"{order[:40]!r} is not a permutation of {', '.join(conditions)}"
+            )
     if p["cases"] % len(orders):
         raise f.fail("cases", f"must be a multiple of the {len(orders)} orders")
     seeds = _nested(f, "seeds")
-    seeds.only(("materials", "order"))
-    for name in ("materials", "order"):
+    placement = _placement(f, lengths)
+    names = ("materials", "order", *(("placement",) if placement == "per-case" else ()))
+    seeds.only(names)
+    for name in names:
+        if name == "placement" and name not in seeds.obj:
+            raise seeds.fail(name, "missing (per-case placement draws its slots from it)")
         seeds.integer(name, low=-(2**63) + 1, high=2**63 - 1)
     unknown = f.text("unknown", nonempty=True)
     if unknown.strip(_JAVA_TRIM) != unknown:
@@ -174,8 +198,62 @@ def check(p: Any, where: str, known: Collection[str] | None = None) -> None:
     _names(_nested(f, "names"))
     _templates(_nested(f, "templates"))
     _runner(_nested(f, "runner"))
-    _analysis(_nested(f, "analysis"), p["cases"])
+    _analysis(_nested(f, "analysis"), p["cases"], "depths" in p)
+    if "depths" in p and p["analysis"]["contrast"] != "first-minus-last" and len(p["depths"]) < 3:
+        raise f.fail("analysis.contrast", f"{p['analysis']['contrast']} needs at least 3 depths")
     check_sizes(p, f)
+
+
+def _depths(f: Fields) -> list[str]:
+    """Type ``depths`` and check ``conditions`` against it; return the conditions.
+
+    Without depths the conditions are v1's B, M, E, A. With them, one condition per depth in
+    order (the generator checks the exact ``D<depth>`` labels) and A last.
+    """
+    if "depths" not in f.obj:
+        if f.get("conditions", False) != list(CONDITIONS):
+            raise f.fail("conditions", f"fixed by the design at {list(CONDITIONS)}")
+        return list(CONDITIONS)
+    depths = f.array("depths", is_number, "a number", nonempty=True)
+    if not 2 <= len(depths) <= MAX_DEPTHS:
+        raise f.fail("depths", f"needs 2 to {MAX_DEPTHS} depths, has {len(depths)}")
+    for i, d in enumerate(depths):
+        if not 0 <= d <= 1:
+            raise f.fail(f"depths[{i}]", f"{d!r} is not a fraction from 0 to 1")
+        if abs(d * 1000 - round(d * 1000)) > 1e-9:
+            raise f.fail(f"depths[{i}]", f"{d!r} has more than three decimals")
+    permille = [round(d * 1000) for d in depths]
+    if any(b <= a for a, b in itertools.pairwise(permille)):
+        raise f.fail("depths", "must increase strictly")
+    conditions = f.array("conditions", lambda v: isinstance(v, str), "a string", nonempty=True)
+    ok = (
+        len(conditions) == len(depths) + 1
+        and conditions[-1] == "A"
+        and len(set(conditions)) == len(conditions)
+        and all(c.startswith("D") and "-" not in c for c in conditions[:-1])
+    )
+    if not ok:
+        raise f.fail("conditions", "must be one D<depth> label per depth, in order, then A")
+    return conditions
+
+
+def _placement(f: Fields, lengths: list[int]) -> str:
+    """Type ``near_placement`` and ``near_offsets`` (only with around-target)."""
+    placement = f.choice("near_placement", PLACEMENTS, optional=True) or "fixed"
+    if placement != "around-target":
+        if "near_offsets" in f.obj:
+            raise f.fail("near_offsets", "only with near_placement around-target")
+        return placement
+    if "near_offsets" not in f.obj:
+        raise f.fail("near_offsets", "missing (around-target places the near names there)")
+    offsets = f.array("near_offsets", is_int, "an integer")
+    if len(offsets) != NEAR_OFFSETS:
+        raise f.fail("near_offsets", f"needs {NEAR_OFFSETS} offsets, has {len(offsets)}")
+    if 0 in offsets or any(b <= a for a, b in itertools.pairwise(offsets)):
+        raise f.fail("near_offsets", "must be non-zero and increase strictly")
+    if max(abs(o) for o in offsets) > min(lengths):
+        raise f.fail("near_offsets", f"an offset exceeds the shortest length {min(lengths)}")
+    return placement
 
 
 def _nested(f: Fields, name: str) -> Fields:
@@ -261,17 +339,20 @@ def _runner(r: Fields) -> None:
     r.integer("max_consecutive_failures", low=1, high=1_000_000)
 
 
-def _analysis(a: Fields, cases: int) -> None:
-    a.only(
-        (
-            "threshold",
-            "confidence",
-            "min_complete_cases",
-            "exact_bootstrap_max_cases",
-            "bootstrap_resamples",
-            "bootstrap_seed",
-        )
+def _analysis(a: Fields, cases: int, depths: bool) -> None:
+    names = (
+        "threshold",
+        "confidence",
+        "min_complete_cases",
+        "exact_bootstrap_max_cases",
+        "bootstrap_resamples",
+        "bootstrap_seed",
     )
+    a.only((*names, "contrast") if depths else names)
+    if depths:
+        if "contrast" not in a.obj:
+            raise a.fail("contrast", f"missing: a depth design declares one of {list(CONTRASTS)}")
+        a.choice("contrast", CONTRASTS)
     a.number("threshold", low=-1, high=1)
     confidence = a.number("confidence")
     if not 0 < confidence < 1:

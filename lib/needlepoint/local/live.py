@@ -54,6 +54,7 @@ def run_local_pipeline(
     """Serve the packaged model and run the pipeline live into ``evidence_root/<date>-<label>``."""
     from needlepoint.local.server import check_token_counts, served_model, server_facts
     from needlepoint.notebook.pipeline import (
+        DEPTH_NOTEBOOK,
         NOTEBOOKS,
         PILOT_NOTEBOOK,
         evidence_folder,
@@ -102,7 +103,7 @@ def run_local_pipeline(
             # 07 compares several runs of one design; this pipeline makes one live run. 08's
             # offline default is a simulated pilot of v1, which says nothing about the served
             # model; a live pilot is made with `local-pilot`.
-            only=[n for n in NOTEBOOKS if n not in ("07-compare", PILOT_NOTEBOOK)],
+            only=[n for n in NOTEBOOKS if n not in ("07-compare", PILOT_NOTEBOOK, DEPTH_NOTEBOOK)],
             before={"03-run": token_check},
         )
 

@@ -37,6 +37,7 @@ NOT_COMPARED: dict[str, str] = {
     "run/provenance.jsonl": "the run's wall-clock time and git commit",
     "compare/runs/*/provenance.jsonl": "each compared run's wall-clock time and git commit",
     "pilot/run/provenance.jsonl": "the pilot run's wall-clock time and git commit",
+    "depth/run/provenance.jsonl": "the depth run's wall-clock time and git commit",
 }
 
 

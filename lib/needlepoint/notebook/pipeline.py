@@ -29,8 +29,10 @@ NOTEBOOKS = (
     "06-contamination",
     "07-compare",
     "08-pilot",
+    "09-depth",
 )
 PILOT_NOTEBOOK = "08-pilot"
+DEPTH_NOTEBOOK = "09-depth"  # simulated only: a live route (local-pipeline) leaves it out
 
 
 class PipelineFailed(NeedlepointError):

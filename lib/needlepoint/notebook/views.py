@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from needlepoint.contamination.inputs import Run, iso_from_ns
+from needlepoint.design import positions
 from needlepoint.design.audit import AuditReport
 from needlepoint.design.generate import near_slots
 from needlepoint.design.prepared import Prepared
@@ -96,6 +97,21 @@ KIND_LABELS = {
 CONDITION_COLOURS = {"B": "#4575b4", "M": "#d73027", "E": "#91bfdb", "A": "#bdbdbd"}
 
 
+def condition_colours(conditions: list[str]) -> dict[str, str]:
+    """v1's colours, or for a depth design one shade per depth (light to dark) and grey for A."""
+    if all(c in CONDITION_COLOURS for c in conditions):
+        return CONDITION_COLOURS
+    import matplotlib
+
+    present = [c for c in conditions if c != "A"]
+    cmap = matplotlib.colormaps["viridis"]
+    shades = {
+        c: matplotlib.colors.to_hex(cmap(i / max(1, len(present) - 1)))
+        for i, c in enumerate(present)
+    }
+    return shades | {"A": CONDITION_COLOURS["A"]}
+
+
 def preview(protocol_file: str | None = None) -> Prepared:
     """The materials a protocol would freeze, prepared in a scratch folder and loaded."""
     import tempfile
@@ -121,11 +137,32 @@ def protocol_table(protocol: dict[str, Any]) -> pd.DataFrame:
             "seeds (materials / order)",
             f"{protocol['seeds']['materials']} / {protocol['seeds']['order']}",
         ),
-        ("planned requests", protocol["cases"] * len(protocol["lengths"]) * 2 * 4),
+        *_option_rows(protocol),
+        (
+            "planned requests",
+            protocol["cases"] * len(protocol["lengths"]) * 2 * len(protocol["conditions"]),
+        ),
         ("minimum gap (s)", protocol["runner"]["min_gap_s"]),
         ("effect threshold", protocol["analysis"]["threshold"]),
     ]
     return pd.DataFrame(rows, columns=["parameter", "value"]).set_index("parameter")
+
+
+def _option_rows(protocol: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A depth design's depths and near-name placement (nothing for v1 and v2)."""
+    if not positions.has_options(protocol):
+        return []
+    rows: list[tuple[str, Any]] = []
+    if "depths" in protocol:
+        rows.append(("depths", ", ".join(f"{d:g}" for d in protocol["depths"])))
+        rows.append(("preregistered contrast", protocol["analysis"]["contrast"]))
+    placement = positions.placement(protocol)
+    if placement == positions.PER_CASE:
+        placement += f" (seed {protocol['seeds']['placement']})"
+    elif placement == positions.AROUND:
+        placement += f" (offsets {', '.join(map(str, protocol['near_offsets']))})"
+    rows.append(("near-name placement", placement))
+    return rows
 
 
 def _body_rows(protocol: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -157,6 +194,8 @@ def excerpt_table(prepared: Prepared, case: str = "S1") -> pd.DataFrame:
 
 def positions_table(protocol: dict[str, Any]) -> pd.DataFrame:
     """Near-name slots and insertion points for every background length."""
+    if positions.has_options(protocol):
+        return _option_positions(protocol)
     rows = []
     for n in protocol["lengths"]:
         rows.append(
@@ -172,14 +211,35 @@ def positions_table(protocol: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("background N")
 
 
+def _option_positions(protocol: dict[str, Any]) -> pd.DataFrame:
+    """Where each condition's record goes, and how the near names are placed."""
+    placement = positions.placement(protocol)
+    slots = {
+        positions.FIXED: "floor((2k+1)N/12)",
+        positions.PER_CASE: "drawn per case and length from seeds.placement",
+        positions.AROUND: "at the offsets around each condition's record",
+    }[placement]
+    rows = []
+    for n in protocol["lengths"]:
+        row: dict[str, Any] = {"background N": n}
+        if placement == positions.FIXED:
+            row["near-name slots"] = ", ".join(map(str, near_slots(n)))
+        else:
+            row["near-name slots"] = slots
+        for cond in protocol["conditions"]:
+            row[f"{cond} at"] = positions.insertion_index(protocol, cond, n)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("background N")
+
+
 def equal_length_table(prepared: Prepared) -> pd.DataFrame:
-    """Character length of every request, pair by pair: all 8 must be equal."""
+    """Character length of every request, pair by pair: all of a pair's (8 in v1) must be equal."""
     rows = []
     by_pair: dict[int, list[int]] = {}
     for r in prepared.plan:
         body = json.loads(prepared.bodies[r.seq])
         by_pair.setdefault(r.pair, []).append(text_chars(body))
-    for r in prepared.plan[::8]:
+    for r in prepared.plan[:: 2 * len(prepared.protocol["conditions"])]:
         sizes = by_pair[r.pair]
         rows.append(
             {
@@ -200,13 +260,19 @@ def order_figure(prepared: Prepared, path: str | Path) -> Path:
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
 
-    blocks = [prepared.plan[i : i + 4] for i in range(0, len(prepared.plan), 4)]
+    width = len(prepared.protocol["conditions"])
+    colours = condition_colours(prepared.protocol["conditions"])
+    blocks = [prepared.plan[i : i + width] for i in range(0, len(prepared.plan), width)]
     with matplotlib.style.context("default"):
-        fig = Figure(figsize=(6.5, 0.8 + 0.24 * len(blocks)), dpi=100, layout="constrained")
+        fig = Figure(
+            figsize=(6.5 if width == 4 else 1.6 * width + 0.6, 0.8 + 0.24 * len(blocks)),
+            dpi=100,
+            layout="constrained",
+        )
         ax = fig.subplots()
         for y, block in enumerate(blocks):
             for x, row in enumerate(block):
-                ax.add_patch(Rectangle((x, y), 0.95, 0.9, color=CONDITION_COLOURS[row.condition]))
+                ax.add_patch(Rectangle((x, y), 0.95, 0.9, color=colours[row.condition]))
                 ax.text(
                     x + 0.47,
                     y + 0.45,
@@ -215,21 +281,21 @@ def order_figure(prepared: Prepared, path: str | Path) -> Path:
                     va="center",
                     fontsize=7,
                 )
-        ax.set_xlim(0, 4)
+        ax.set_xlim(0, width)
         ax.set_ylim(len(blocks), 0)
         ax.set_yticks([y + 0.45 for y in range(len(blocks))])
         ax.set_yticklabels(
             [f"{b[0].block}: {b[0].case} N={b[0].length} {b[0].similarity}" for b in blocks],
             fontsize=7,
         )
-        ax.set_xticks([0.47, 1.47, 2.47, 3.47])
-        ax.set_xticklabels(["1st", "2nd", "3rd", "4th"])
+        ax.set_xticks([i + 0.47 for i in range(width)])
+        ax.set_xticklabels([_ordinal(i + 1) for i in range(width)])
         ax.set_xlabel("position within block (seq in brackets)")
         ax.legend(
-            handles=[Patch(color=c, label=k) for k, c in CONDITION_COLOURS.items()],
+            handles=[Patch(color=c, label=k) for k, c in colours.items()],
             loc="upper center",
             bbox_to_anchor=(0.5, -0.04 - 2.0 / len(blocks)),
-            ncol=4,
+            ncol=width,
             fontsize=8,
         )
         fig.suptitle("Execution order: blocks top to bottom, conditions left to right")
@@ -239,6 +305,10 @@ def order_figure(prepared: Prepared, path: str | Path) -> Path:
         fig.savefig(buffer, format="png", metadata={"Software": None})
         write_bytes_atomic(out, buffer.getvalue())
     return out
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'st' if n == 1 else 'nd' if n == 2 else 'rd' if n == 3 else 'th'}"
 
 
 def manifest_table(prepared: Prepared) -> pd.DataFrame:

@@ -351,6 +351,13 @@ def calibrate(
     o = options or CalibrationOptions()
     check_options(o)
     record, design, inp = load_pilot(pilot_dir)
+    if "depths" in design:
+        # The power search simulates the B/M/E metric; a depth design's contrast needs its own.
+        raise NeedlepointError(
+            f"{pilot_dir}: a depth design's pilot (depths {design['depths']}) cannot be "
+            "calibrated yet: the length rule and the power search model B, M and E only "
+            "(its rows are in run/results.csv)"
+        )
     check_effect(o, float(design["analysis"]["threshold"]))
     check_search(o, len(design["orders"]))
     version = o.version if o.version is not None else design["version"] + 2

@@ -5,6 +5,11 @@
   high similarity hurts the middle more, longer backgrounds hurt a little. Its parameters are
   recorded in run.json, and each seq draws from its own generator, ``default_rng([seed, seq])``,
   so a resumed simulation answers exactly as an uninterrupted one.
+  In a depth design (PROTOCOL.md, "Depth designs") the same parameters give a U over depth
+  (``p_edge`` at 0 and 1, ``p_middle`` at 0.5, linear between), and three optional parameters
+  shape it further: ``depth_decline`` (loss from depth 0 to depth 1, linear), ``depth_dip``
+  (extra loss peaked at 0.5, zero beyond ±0.25) and ``near_before_drop`` (loss per near name
+  before the target, high similarity only). They are recorded only when set.
 - ``faulty`` answers odd seqs correctly and injects one failure kind on each even seq, cycling
   through every kind the classifier knows, then 429, 401 and 403.
 
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.transport import DeadlineExceeded
+from needlepoint.schema import plain_without_absent, record_with_absent
 
 if TYPE_CHECKING:
     import httpx
@@ -94,6 +100,19 @@ class PositionParams:
     p_near_when_wrong_high: float = 0.8  # a wrong answer under high similarity names a near code
     latency_s: float = 0.8
     latency_per_kib_s: float = 0.02
+    # Depth designs only; absent from run.json unless set (so older records keep their bytes).
+    depth_decline: float | None = None
+    depth_dip: float | None = None
+    near_before_drop: float | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        """run.json's ``params``: the depth parameters only when set."""
+        return plain_without_absent(self, DEPTH_PARAMS)
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> PositionParams:
+        """Read ``params``, whose depth parameters may be absent."""
+        return record_with_absent(cls, value, where, DEPTH_PARAMS)
 
     @classmethod
     def from_dict(cls, values: dict[str, float] | None) -> PositionParams:
@@ -106,16 +125,31 @@ class PositionParams:
             _check_param(name, value)
         return cls(**(values or {}))
 
-    def p_correct(self, condition: str, similarity: str, length: int) -> float:
+    def p_correct(
+        self, condition: str, similarity: str, length: int, near_before: int | None = None
+    ) -> float:
         if condition == "A":
             return self.p_refusal
         high = similarity == "high"
+        if condition.startswith("D"):
+            return self._p_depth(float(condition[1:]), high, length, near_before or 0)
         if condition == "M":
             p = self.p_middle - (self.high_similarity_middle_drop if high else 0.0)
         else:
             p = self.p_edge - (self.high_similarity_edge_drop if high else 0.0)
         return min(1.0, max(0.0, p - self.length_drop_per_100_records * length / 100))
 
+    def _p_depth(self, depth: float, high: bool, length: int, near_before: int) -> float:
+        middle = self.p_middle - (self.high_similarity_middle_drop if high else 0.0)
+        edge = self.p_edge - (self.high_similarity_edge_drop if high else 0.0)
+        p = edge - (edge - middle) * (1 - abs(2 * depth - 1))
+        p -= (self.depth_decline or 0.0) * depth
+        p -= (self.depth_dip or 0.0) * max(0.0, 1 - abs(depth - 0.5) / 0.25)
+        p -= (self.near_before_drop or 0.0) * near_before if high else 0.0
+        return min(1.0, max(0.0, p - self.length_drop_per_100_records * length / 100))
+
+
+DEPTH_PARAMS = ("depth_decline", "depth_dip", "near_before_drop")
 
 # Parameters that are not probabilities: the seed, and latencies in seconds.
 _SEED_LIMIT = 2**63
@@ -172,7 +206,10 @@ class Simulator:
         import numpy as np
 
         rng = np.random.default_rng([self.params.seed, row.seq])
-        if rng.random() < self.params.p_correct(row.condition, row.similarity, row.length):
+        p = self.params.p_correct(
+            row.condition, row.similarity, row.length, entry.get("near_before")
+        )
+        if rng.random() < p:
             return entry["expected"]
         near = list(entry["near_codes"])
         others = [c for c in entry["codes_present"] if c != entry["expected"] and c not in near]

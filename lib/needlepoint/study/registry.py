@@ -36,6 +36,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
@@ -205,7 +206,10 @@ def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None, s
     from needlepoint.analysis.inputs import from_run
 
     try:
-        doc = build_document(from_run(run_dir))
+        inp = from_run(run_dir)
+        if "depths" in inp.protocol:  # a depth design: its own preregistered contrast
+            return _depth_decision(inp)
+        doc = build_document(inp)
     except NeedlepointError as exc:
         return None, f"no analysis: {str(exc)[:160]}", None, None, ""
     p = doc.primary
@@ -216,6 +220,16 @@ def _decision(run_dir: Path) -> tuple[str | None, str, int | None, int | None, s
         result = f"{p.estimate:.4g}"
     robust = "" if p.decision == "not evaluable" else doc.robustness.verdict
     return p.decision, result, p.complete_cases, p.planned_cases, robust
+
+
+def _depth_decision(inp: Any) -> tuple[str | None, str, int | None, int | None, str]:
+    """A depth design's decision on its preregistered contrast (analysis.depth)."""
+    from needlepoint.analysis.depth import analyze_depth
+
+    d = analyze_depth(inp)
+    p = d.primary
+    result = "" if p.estimate is None else f"{p.estimate:.4g} [{p.lower:.4g}, {p.upper:.4g}]"
+    return d.decision, result, p.cases, inp.protocol["cases"], ""
 
 
 def pilot_design_of(folder: Path) -> str:

@@ -1,0 +1,331 @@
+"""The analysis of a depth design (PROTOCOL.md, "Depth analysis"): accuracy against depth, the
+preregistered contrast, and a model that separates depth from the near names before the target.
+
+A depth design replaces B, M and E by a grid of depths, and may draw its near-name slots per
+case, so that how many near names sit ahead of the target varies at each depth. What is
+computed here:
+
+- **accuracy** per similarity × length × depth (exact-correct out of the valid answers);
+- **the preregistered contrast** (``analysis.contrast``), high minus low similarity, each case's
+  value averaged over the lengths; its interval is a case-cluster percentile bootstrap
+  (scipy.stats.bootstrap, seeded by ``analysis.bootstrap_seed``); the decision is *supported*
+  when the interval lies above 0 and the estimate reaches ``analysis.threshold``;
+- **the two end contrasts** per similarity, first depth − interior mean and last depth −
+  interior mean, each with its case-cluster interval: what the shape of the curve is read from;
+- **the model**: a linear-probability GEE per similarity (identity link, independence working
+  correlation, bias-reduced sandwich covariance, t on cases − 1 df, as in the robustness
+  panel), correctness on the depth (one indicator per depth after the first), the number of
+  near names before the target and the length. Under high similarity its near-name coefficient
+  is what near-duplicate names ahead of the target cost per name, depth held fixed; under low
+  similarity the same slots hold unrelated names, a placebo.
+
+Failures, indeterminate and unexecuted requests are missing, never wrong.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from needlepoint.analysis.inputs import AnalysisInput, Outcome
+from needlepoint.analysis.record import AnalysisParameters
+from needlepoint.errors import NeedlepointError
+
+SIMILARITIES = ("low", "high")
+CONTRASTS = ("ends-minus-interior", "ends-minus-centre", "first-minus-last")
+FORMAT = "needlepoint-depth-analysis"
+VERSION = 1
+SUPPORTED, NOT_SUPPORTED, UNDECIDED = "supported", "not supported", "not decided"
+
+
+def is_depth_design(protocol: dict[str, Any]) -> bool:
+    """Whether a protocol declares a depth grid (and so is analysed here)."""
+    return "depths" in protocol
+
+
+def contrast_weights(name: str, depths: Sequence[float]) -> list[float]:
+    """The weight of each depth in a named contrast (they sum to 0)."""
+    m = len(depths)
+    if name == "first-minus-last":
+        return [1.0, *([0.0] * (m - 2)), -1.0]
+    if m < 3:
+        raise NeedlepointError(f"analysis.contrast {name} needs at least three depths")
+    if name == "ends-minus-interior":
+        return [0.5, *([-1.0 / (m - 2)] * (m - 2)), 0.5]
+    if name == "ends-minus-centre":
+        interior = list(range(1, m - 1))
+        centre = min(interior, key=lambda i: (abs(depths[i] - 0.5), i))
+        return [0.5 if i in (0, m - 1) else (-1.0 if i == centre else 0.0) for i in range(m)]
+    raise NeedlepointError(f"analysis.contrast: unknown contrast {name!r}")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its case-cluster percentile-bootstrap interval."""
+
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+    cases: int
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    """One GEE coefficient (probability points) with its t interval and two-sided p."""
+
+    term: str
+    estimate: float
+    lower: float
+    upper: float
+    p_two_sided: float
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """The GEE of one similarity arm; ``note`` says why there is none."""
+
+    similarity: str
+    rows: int
+    cases: int
+    coefficients: tuple[Coefficient, ...]
+    note: str
+
+
+@dataclass(frozen=True)
+class DepthAnalysis:
+    """Everything the depth analysis reports for one run."""
+
+    simulation: bool
+    depths: tuple[float, ...]
+    conditions: tuple[str, ...]
+    lengths: tuple[int, ...]
+    contrast: str
+    weights: tuple[float, ...]
+    # (similarity, length, condition) -> (correct, valid, planned)
+    accuracy: dict[tuple[str, int, str], tuple[int, int, int]]
+    primary: Interval
+    decision: str
+    reason: str
+    ends: dict[str, tuple[Interval, Interval]]  # similarity -> (first − interior, last − interior)
+    models: tuple[ModelFit, ...]
+    absent: dict[str, tuple[int, int]]  # similarity -> (UNKNOWN answers, valid)
+
+
+def _round(x: float | None) -> float | None:
+    # Six significant digits: the stored numbers do not depend on the last bits of a BLAS.
+    return None if x is None else float(f"{x:.6g}")
+
+
+def _accuracy(
+    outcomes: Sequence[Outcome], conditions: Sequence[str], lengths: Sequence[int]
+) -> dict[tuple[str, int, str], tuple[int, int, int]]:
+    out = {}
+    for sim in SIMILARITIES:
+        for n in lengths:
+            for cond in conditions:
+                rows = [
+                    o
+                    for o in outcomes
+                    if o.similarity == sim and o.length == n and o.condition == cond
+                ]
+                valid = [o for o in rows if o.valid]
+                correct = sum(o.status == "correct" for o in valid)
+                out[(sim, n, cond)] = (correct, len(valid), len(rows))
+    return out
+
+
+def _case_scores(
+    outcomes: Sequence[Outcome], present: Sequence[str], lengths: Sequence[int]
+) -> dict[str, np.ndarray]:
+    """Complete cases → array [similarity, length, depth] of 0/1 exact-correct answers."""
+    cells: dict[str, dict[tuple[int, int, int], int]] = {}
+    for o in outcomes:
+        if o.condition in present and o.valid:
+            key = (
+                SIMILARITIES.index(o.similarity),
+                lengths.index(o.length),
+                present.index(o.condition),
+            )
+            cells.setdefault(o.case, {})[key] = int(o.status == "correct")
+    need = 2 * len(lengths) * len(present)
+    out = {}
+    for case in sorted(cells, key=lambda c: int(c[1:]) if c[1:].isdigit() else 0):
+        values = cells[case]
+        if len(values) == need:
+            grid = np.zeros((2, len(lengths), len(present)))
+            for (s, li, d), v in values.items():
+                grid[s, li, d] = v
+            out[case] = grid
+    return out
+
+
+def _bootstrap(values: np.ndarray, params: AnalysisParameters, salt: int) -> Interval:
+    """Mean of per-case values with a percentile bootstrap over cases (seeded, recorded)."""
+    from scipy import stats
+
+    n = len(values)
+    if n == 0:
+        return Interval(None, None, None, 0)
+    estimate = float(values.mean())
+    if n < 2 or np.ptp(values) == 0:
+        return Interval(_round(estimate), _round(estimate), _round(estimate), n)
+    rng = np.random.default_rng([params.bootstrap_seed, salt])
+    res = stats.bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=params.bootstrap_resamples,
+        confidence_level=params.confidence,
+        method="percentile",
+        random_state=rng,
+    )
+    ci = res.confidence_interval
+    return Interval(_round(estimate), _round(float(ci.low)), _round(float(ci.high)), n)
+
+
+def _gee(
+    outcomes: Sequence[Outcome],
+    present: Sequence[str],
+    lengths: Sequence[int],
+    sim: str,
+    confidence: float,
+) -> ModelFit:
+    from scipy import stats
+    from statsmodels.genmod import cov_struct, families
+    from statsmodels.genmod.generalized_estimating_equations import GEE
+
+    rows = [
+        o
+        for o in outcomes
+        if o.similarity == sim and o.condition in present and o.valid and o.near_before is not None
+    ]
+    cases = sorted({o.case for o in rows})
+    terms = [
+        *(f"depth {c[1:]}" for c in present[1:]),
+        "near names before",
+        *(f"length {n}" for n in lengths[1:]),
+    ]
+    if len(cases) < 2:
+        return ModelFit(sim, len(rows), len(cases), (), "too few cases for a model")
+    x = np.zeros((len(rows), 1 + len(terms)))
+    x[:, 0] = 1.0
+    for i, o in enumerate(rows):
+        d = present.index(o.condition)
+        if d > 0:
+            x[i, d] = 1.0
+        x[i, len(present)] = float(o.near_before or 0)
+        li = lengths.index(o.length)
+        if li > 0:
+            x[i, len(present) + li] = 1.0
+    y = np.array([float(o.status == "correct") for o in rows])
+    groups = np.array([cases.index(o.case) for o in rows])
+    if np.linalg.matrix_rank(x) < x.shape[1]:
+        return ModelFit(
+            sim,
+            len(rows),
+            len(cases),
+            (),
+            "not estimable: the near names before the target are fixed by the depth "
+            "(fixed placement), so the model cannot separate them",
+        )
+    if np.ptp(y) == 0:
+        return ModelFit(sim, len(rows), len(cases), (), "not estimable: every answer is the same")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = GEE(
+                y,
+                x,
+                groups=groups,
+                family=families.Gaussian(),
+                cov_struct=cov_struct.Independence(),
+            ).fit(cov_type="bias_reduced")
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        return ModelFit(sim, len(rows), len(cases), (), f"the fit failed: {type(exc).__name__}")
+    df = len(cases) - 1
+    tq = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
+    se = np.sqrt(np.clip(np.diag(fit.cov_params()), 0.0, None))
+    coefs = []
+    for j, term in enumerate(terms, start=1):
+        b, s = float(fit.params[j]), float(se[j])
+        p = float(2 * stats.t.sf(abs(b / s), df)) if s > 0 else 1.0
+        coefs.append(
+            Coefficient(term, _round(b), _round(b - tq * s), _round(b + tq * s), _round(p))  # type: ignore[arg-type]
+        )
+    return ModelFit(sim, len(rows), len(cases), tuple(coefs), "")
+
+
+def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
+    """The depth analysis of one validated run of a depth design."""
+    p = inp.protocol
+    if not is_depth_design(p):
+        raise NeedlepointError("not a depth design: the protocol declares no depths")
+    params = AnalysisParameters.of(p)
+    depths = [float(d) for d in p["depths"]]
+    conditions = list(p["conditions"])
+    present = [c for c in conditions if c != "A"]
+    lengths = [int(n) for n in p["lengths"]]
+    name = p["analysis"]["contrast"]
+    weights = contrast_weights(name, depths)
+    accuracy = _accuracy(inp.outcomes, conditions, lengths)
+    scores = _case_scores(inp.outcomes, present, lengths)
+    grids = (
+        np.array(list(scores.values())) if scores else np.zeros((0, 2, len(lengths), len(present)))
+    )
+    w = np.array(weights)
+    # Each case: (contrast at high − contrast at low), averaged over the lengths.
+    per_case = ((grids[:, 1] - grids[:, 0]) @ w).mean(axis=1) if len(grids) else np.zeros(0)
+    primary = _bootstrap(per_case, params, 0)
+    need = params.min_complete_cases
+    if primary.cases < need or primary.estimate is None:
+        decision, reason = (
+            UNDECIDED,
+            f"{primary.cases} complete cases, fewer than the {need} required",
+        )
+    elif primary.lower is not None and primary.lower > 0 and primary.estimate >= params.threshold:
+        decision, reason = SUPPORTED, f"interval above 0 and estimate ≥ {params.threshold:g}"
+    else:
+        decision = NOT_SUPPORTED
+        reason = f"interval not above 0 or estimate below {params.threshold:g}"
+    ends = {}
+    interior = np.zeros(len(present))
+    interior[1:-1] = 1.0 / max(1, len(present) - 2)
+    for s, sim in enumerate(SIMILARITIES):
+        arm = grids[:, s].mean(axis=1) if len(grids) else np.zeros((0, len(present)))
+        inner = arm @ interior if len(present) > 2 else arm[:, -1]
+        first = (
+            _bootstrap(arm[:, 0] - inner, params, 1 + 2 * s)
+            if len(arm)
+            else Interval(None, None, None, 0)
+        )
+        last = (
+            _bootstrap(arm[:, -1] - inner, params, 2 + 2 * s)
+            if len(arm)
+            else Interval(None, None, None, 0)
+        )
+        ends[sim] = (first, last)
+    models = tuple(
+        _gee(inp.outcomes, present, lengths, sim, params.confidence) for sim in SIMILARITIES
+    )
+    absent = {}
+    for sim in SIMILARITIES:
+        rows = [o for o in inp.outcomes if o.similarity == sim and o.condition == "A" and o.valid]
+        absent[sim] = (sum(o.status == "correct" for o in rows), len(rows))
+    return DepthAnalysis(
+        simulation=inp.simulation,
+        depths=tuple(depths),
+        conditions=tuple(conditions),
+        lengths=tuple(lengths),
+        contrast=name,
+        weights=tuple(_round(x) for x in weights),  # type: ignore[misc]
+        accuracy=accuracy,
+        primary=primary,
+        decision=decision,
+        reason=reason,
+        ends=ends,
+        models=models,
+        absent=absent,
+    )

@@ -1,0 +1,197 @@
+"""What the depth analysis writes and prints: depth.json, summary.md and the figures.
+
+``needlepoint analyze`` routes a run of a depth design here (``analysis.depth`` computes); the
+headline lines are printed, and the folder gets ``depth.json`` (versioned, sorted keys), a
+``summary.md`` a reader can follow without the code, and the two figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from needlepoint.analysis.depth import FORMAT, SIMILARITIES, VERSION, DepthAnalysis, Interval
+from needlepoint.analysis.primary import SIMULATION_BANNER
+from needlepoint.safeio import is_output_file, replaced_folder, write_bytes_atomic
+
+FIGURES = {"lines": "accuracy_by_depth.png", "heatmap": "depth_by_length_heatmap.png"}
+
+
+def to_plain(d: DepthAnalysis) -> dict[str, Any]:
+    """depth.json's object."""
+    accuracy = [
+        {
+            "similarity": s,
+            "length": n,
+            "condition": c,
+            "correct": v[0],
+            "valid": v[1],
+            "planned": v[2],
+        }
+        for (s, n, c), v in d.accuracy.items()
+    ]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "simulation": d.simulation,
+        "depths": list(d.depths),
+        "conditions": list(d.conditions),
+        "lengths": list(d.lengths),
+        "contrast": {"name": d.contrast, "weights": list(d.weights)},
+        "accuracy": accuracy,
+        "primary": asdict(d.primary) | {"decision": d.decision, "reason": d.reason},
+        "ends": {
+            sim: {"first_minus_interior": asdict(a), "last_minus_interior": asdict(b)}
+            for sim, (a, b) in d.ends.items()
+        },
+        "models": [asdict(m) for m in d.models],
+        "absent": {sim: {"unknown": a, "valid": v} for sim, (a, v) in d.absent.items()},
+    }
+
+
+def to_json(d: DepthAnalysis) -> bytes:
+    """depth.json's bytes: sorted keys, two-space indent, UTF-8, final newline."""
+    return (json.dumps(to_plain(d), sort_keys=True, ensure_ascii=False, indent=2) + "\n").encode()
+
+
+def _iv(i: Interval) -> str:
+    if i.estimate is None:
+        return "no estimate (no complete case)"
+    return f"{i.estimate:.4g} [{i.lower:.4g}, {i.upper:.4g}] over {i.cases} cases"
+
+
+def headline_lines(d: DepthAnalysis) -> list[str]:
+    """What the terminal and summary.md lead with."""
+    present = [c for c in d.conditions if c != "A"]
+    lines = []
+    for sim in SIMILARITIES:
+        cells = []
+        for cond in present:
+            correct = sum(d.accuracy[(sim, n, cond)][0] for n in d.lengths)
+            valid = sum(d.accuracy[(sim, n, cond)][1] for n in d.lengths)
+            cells.append(f"{cond[1:]} {correct}/{valid}")
+        first, last = d.ends[sim]
+        lines.append(f"{sim} similarity, accuracy by depth: {', '.join(cells)}")
+        lines.append(f"  first depth − interior: {_iv(first)}; last depth − interior: {_iv(last)}")
+    lines.append(
+        f"preregistered contrast {d.contrast} (high − low): {_iv(d.primary)}; "
+        f"decision: {d.decision} ({d.reason})"
+    )
+    for m in d.models:
+        near = [c for c in m.coefficients if c.term == "near names before"]
+        if near:
+            c = near[0]
+            lines.append(
+                f"model, {m.similarity} similarity: each near name before the target "
+                f"{c.estimate:+.3g} [{c.lower:.3g}, {c.upper:.3g}] (p {c.p_two_sided:.3g}), "
+                "depth held fixed"
+            )
+        else:
+            lines.append(f"model, {m.similarity} similarity: {m.note}")
+    return lines
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
+    return out
+
+
+def summary_markdown(d: DepthAnalysis, figures: bool) -> str:
+    """summary.md of a depth design's analysis."""
+    present = [c for c in d.conditions if c != "A"]
+    out = ["# Depth analysis", ""]
+    if d.simulation:
+        out += [f"**{SIMULATION_BANNER}**", ""]
+    out += [*headline_lines(d), ""]
+    out += ["## Accuracy by similarity, length and depth", ""]
+    rows = []
+    for sim in SIMILARITIES:
+        for n in d.lengths:
+            row: list[Any] = [sim, n]
+            for cond in present:
+                correct, valid, _ = d.accuracy[(sim, n, cond)]
+                row.append(f"{correct}/{valid}")
+            rows.append(row)
+    out += _table(["similarity", "records", *(f"depth {x:g}" for x in d.depths)], rows)
+    out += ["", "## The model: depth and near names before the target", ""]
+    out.append(
+        "Linear-probability GEE per similarity (identity link, independence, bias-reduced "
+        "sandwich, t on cases − 1 df); coefficients in probability points against depth "
+        f"{d.depths[0]:g} and the first length."
+    )
+    out.append("")
+    for m in d.models:
+        out.append(f"- {m.similarity} similarity ({m.rows} answers, {m.cases} cases)")
+        if m.note:
+            out.append(f"  - {m.note}")
+        for c in m.coefficients:
+            out.append(
+                f"  - {c.term}: {c.estimate:+.4g} [{c.lower:.4g}, {c.upper:.4g}], "
+                f"p {c.p_two_sided:.3g}"
+            )
+    out += ["", "## Absent condition", ""]
+    for sim, (unknown, valid) in d.absent.items():
+        out.append(f"- {sim} similarity: UNKNOWN {unknown}/{valid}")
+    if figures:
+        out += ["", "## Figures", ""]
+        out += [f"- {path}" for path in FIGURES.values()]
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class DepthRun:
+    """A depth run's analysis as the analysis notebook reads it (``analyze_run``'s interface)."""
+
+    result: DepthAnalysis
+    out_dir: Path | None
+
+    @property
+    def decision(self) -> str:
+        return self.result.decision
+
+    @property
+    def reason(self) -> str:
+        return self.result.reason
+
+    @property
+    def simulation(self) -> bool:
+        return self.result.simulation
+
+    def headline(self) -> list[str]:
+        """The lines ``analyze`` prints."""
+        return ([SIMULATION_BANNER] if self.simulation else []) + headline_lines(self.result)
+
+    def figures(self) -> dict[str, Path]:
+        """Figure name -> PNG path (empty when nothing was written)."""
+        if self.out_dir is None:
+            return {}
+        return {k: self.out_dir / v for k, v in FIGURES.items()}
+
+
+def depth_run(inp: Any, out_dir: str | Path | None, figures: bool = True) -> DepthRun:
+    """Analyse a depth run and (with ``out_dir``) write its files."""
+    from needlepoint.analysis.depth import analyze_depth
+
+    result = analyze_depth(inp)
+    if out_dir is None:
+        return DepthRun(result, None)
+    write_depth(result, out_dir, figures)
+    return DepthRun(result, Path(out_dir) if figures else None)
+
+
+def write_depth(d: DepthAnalysis, out_dir: str | Path, figures: bool = True) -> Path:
+    """Write depth.json, summary.md and (optionally) the figures, all together or not at all."""
+    from needlepoint.analysis.depth_figures import depth_heatmap, depth_lines
+
+    out = Path(out_dir)
+    with replaced_folder(out, is_output_file) as fresh:
+        if figures:
+            depth_lines(d, fresh / FIGURES["lines"])
+            depth_heatmap(d, fresh / FIGURES["heatmap"])
+        write_bytes_atomic(fresh / "depth.json", to_json(d))
+        write_bytes_atomic(fresh / "summary.md", summary_markdown(d, figures).encode("utf-8"))
+    return out

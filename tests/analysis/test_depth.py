@@ -1,0 +1,149 @@
+"""The depth analysis on simulated runs of protocols/depth-grid.json with known shapes.
+
+Each scenario is a seeded ``position`` simulation whose depth parameters say what the truth is:
+a steady decline, a dip at depth 0.5, or errors driven by the near names ahead of the target.
+The analysis must find each, and only it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from needlepoint.analysis.depth import analyze_depth, contrast_weights
+from needlepoint.analysis.inputs import from_run
+from needlepoint.cli import main
+from needlepoint.design.prepared import prepare
+from needlepoint.errors import NeedlepointError
+
+ROOT = Path(__file__).resolve().parents[2]
+FLAT = {
+    "p_edge": 0.97,
+    "p_middle": 0.97,
+    "high_similarity_middle_drop": 0,
+    "high_similarity_edge_drop": 0,
+    "length_drop_per_100_records": 0,
+}
+SCENARIOS = {
+    "decline": FLAT | {"depth_decline": 0.7},
+    "dip": FLAT | {"depth_dip": 0.7},
+    "near": FLAT | {"near_before_drop": 0.13},
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("depth")
+    prepared = prepare(root / "prepared", ROOT / "protocols" / "depth-grid.json")
+    out = {}
+    for name, params in SCENARIOS.items():
+        run_dir = root / name
+        args = ["run", str(prepared), "--run-dir", str(run_dir), "--allow", "432"]
+        args += ["--simulate", "position", "--no-progress"]
+        for key, value in params.items():
+            args += ["--sim-param", f"{key}={value}"]
+        assert main(args) == 0
+        out[name] = run_dir
+    return out
+
+
+def _near(result, similarity: str):
+    model = next(m for m in result.models if m.similarity == similarity)
+    return next(c for c in model.coefficients if c.term == "near names before")
+
+
+def test_a_decline_shows_as_ends_on_either_side_of_the_interior(runs: dict[str, Path]) -> None:
+    result = analyze_depth(from_run(runs["decline"]))
+    for sim in ("low", "high"):
+        first, last = result.ends[sim]
+        assert first.lower > 0 and last.upper < 0, (sim, first, last)
+    # Nothing in it is about near names, and the model does not invent it.
+    near = _near(result, "high")
+    assert near.lower < 0 < near.upper
+
+
+def test_a_dip_at_the_middle_shows_as_both_ends_above_the_interior(runs: dict[str, Path]) -> None:
+    result = analyze_depth(from_run(runs["dip"]))
+    for sim in ("low", "high"):
+        first, last = result.ends[sim]
+        assert first.lower > 0 and last.lower > 0, (sim, first, last)
+
+
+def test_near_names_before_the_target_show_in_the_model_apart_from_depth(
+    runs: dict[str, Path],
+) -> None:
+    result = analyze_depth(from_run(runs["near"]))
+    high, low = _near(result, "high"), _near(result, "low")
+    assert high.upper < 0 and high.p_two_sided < 0.01, high
+    assert low.lower < 0 < low.upper, low  # unrelated names in the same slots: a placebo
+    # Depth itself costs nothing here: no depth coefficient is clearly below 0 once the near
+    # names are in the model.
+    model = next(m for m in result.models if m.similarity == "high")
+    depth_terms = [c for c in model.coefficients if c.term.startswith("depth")]
+    assert len(depth_terms) == 4 and all(c.upper > 0 for c in depth_terms), depth_terms
+
+
+def test_analyze_writes_depth_json_summary_and_figures(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(runs["dip"])]) == 0
+    out = capsys.readouterr().out
+    assert "preregistered contrast ends-minus-interior (high − low)" in out
+    folder = runs["dip"] / "analysis"
+    doc = json.loads((folder / "depth.json").read_text("utf-8"))
+    assert doc["format"] == "needlepoint-depth-analysis" and doc["simulation"] is True
+    assert len(doc["accuracy"]) == 2 * 2 * 6
+    assert (folder / "accuracy_by_depth.png").stat().st_size > 10_000
+    assert (folder / "depth_by_length_heatmap.png").stat().st_size > 10_000
+    assert "## The model" in (folder / "summary.md").read_text("utf-8")
+    first = (folder / "depth.json").read_bytes()
+    assert main(["analyze", str(runs["dip"])]) == 0
+    assert (folder / "depth.json").read_bytes() == first  # same inputs, same bytes
+
+
+@pytest.mark.parametrize(
+    ("name", "weights"),
+    [
+        ("ends-minus-interior", [0.5, -1 / 3, -1 / 3, -1 / 3, 0.5]),
+        ("ends-minus-centre", [0.5, 0, -1, 0, 0.5]),
+        ("first-minus-last", [1, 0, 0, 0, -1]),
+    ],
+)
+def test_contrast_weights(name: str, weights: list[float]) -> None:
+    got = contrast_weights(name, [0, 0.25, 0.5, 0.75, 1])
+    assert got == pytest.approx(weights) and sum(got) == pytest.approx(0)
+
+
+def test_a_centre_contrast_needs_an_interior_depth() -> None:
+    with pytest.raises(NeedlepointError, match="needs at least three depths"):
+        contrast_weights("ends-minus-centre", [0, 1])
+
+
+def test_compare_sets_depth_runs_side_by_side(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp"
+    args = ["compare", str(runs["decline"]), str(runs["dip"]), "--out", str(out)]
+    assert main([*args, "--label", "decline", "--label", "dip"]) == 0
+    printed = capsys.readouterr().out
+    assert "decline: " in printed and "dip: " in printed
+    text = (out / "comparison.md").read_text("utf-8")
+    assert "| decline |" in text and "| dip |" in text
+    assert (out / "comparison_depth.png").exists()
+    assert (out / "runs" / "1" / "depth.json").exists() and (
+        out / "runs" / "2" / "depth.json"
+    ).exists()
+
+
+def test_calibrate_refuses_a_depth_pilot_in_one_line(tmp_path: Path) -> None:
+    pilot = tmp_path / "pilot"
+    args = ["pilot", "--protocol", str(ROOT / "protocols" / "depth-grid.json"), "--out", str(pilot)]
+    args += ["--lengths", "24", "--cases", "6", "--evidence-root", str(tmp_path)]
+    assert main([*args, "--allow", "100", "--simulate", "perfect", "--no-progress"]) == 0
+    from needlepoint.pilot.calibrate import calibrate
+
+    with pytest.raises(NeedlepointError, match="cannot be calibrated yet") as err:
+        calibrate(pilot)
+    assert "\n" not in str(err.value)
