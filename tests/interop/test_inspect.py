@@ -208,3 +208,31 @@ def test_the_task_file_holds_every_frozen_request_verbatim(prepared: Path, tmp_p
         assert sample["metadata"]["case"] == row.case
         assert sample["metadata"]["expected"] == p.answer_key[row.seq]["expected"]
     assert data["design_fingerprint"] in source.splitlines()[0]
+
+
+def test_the_raw_response_decides_model_and_finish_reason(prepared: Path, tmp_path: Path) -> None:
+    """The committed real log (tests/data/inspect/README.md): a 503, another model named by the
+    server, a stop on length. Each is a protocol failure, never a wrong answer."""
+    log = Path(__file__).resolve().parents[1] / "data" / "inspect" / "small-design.eval"
+    record = import_inspect(log, prepared, tmp_path / "imported")
+    assert (record.answered, record.errored, record.missing) == (31, 1, 0)
+    rows = (tmp_path / "imported" / "results.csv").read_text(encoding="utf-8").splitlines()
+    kinds = {int(r.split(",")[0]): r.split(",")[9:11] for r in rows[1:5]}
+    assert kinds == {
+        1: ["correct", ""],
+        2: ["protocol_failure", "http_status"],
+        3: ["protocol_failure", "model_mismatch"],
+        4: ["protocol_failure", "finish_reason"],
+    }
+    md = (tmp_path / "imported" / "import.md").read_text(encoding="utf-8").splitlines()
+    assert md[2].startswith("- source: inspect_ai 0.3.285") and md[3].startswith("- verified:")
+
+
+def test_a_log_of_another_design_is_refused(tmp_path: Path) -> None:
+    other = prepare(tmp_path / "v1")  # the reference design, not the log's
+    log = Path(__file__).resolve().parents[1] / "data" / "inspect" / "small-design.eval"
+    code, _, err = run_cli(
+        ["import", "inspect", str(log), "--prepared", str(other), "--out", str(tmp_path / "o")]
+    )
+    assert code == 2 and "does not name this design" in err
+    assert not (tmp_path / "o").exists()

@@ -40,7 +40,11 @@ GROUPS = {
     "sweep": ("SWEEP.json",),
     "declaration": DECLARATION_FILES,
     "pilot": PILOT_FILES,
+    # A real inspect_ai log of the fixture's design, exported and run by `inspect eval`
+    # (tests/data/inspect/README.md): what `import inspect` reads.
+    "inspect": ("inspect.json",),
 }
+INSPECT_LOG = Path(__file__).resolve().parents[1] / "data" / "inspect" / "small-design.eval"
 # What a command that would serve a packaged model meets in the fuzz instead of a server: no
 # test ever starts one (the llama.cpp extra may be installed where the tests run).
 NO_SERVER = "fuzz: the input was accepted; no server is started in tests"
@@ -108,7 +112,8 @@ def _protocol(s: Paths) -> str:
 P, R, C, S = ("prepared",), ("prepared", "run"), ("contamination",), ("sweep",)
 D = ("declaration",)
 PI = ("pilot",)
-ALL = ("prepared", "run", "contamination", "sweep", "declaration", "pilot")
+ALL = ("prepared", "run", "contamination", "sweep", "declaration", "pilot", "inspect")
+IN = ("prepared", "inspect")
 PILOT_SHAPE = ["--lengths", "12", "--cases", "4"]
 # In the order they run on one damaged copy: readers first, then what writes into the copy
 # (results, a resumed run), so every reader meets the damage as it was made.
@@ -234,6 +239,19 @@ COMMANDS: tuple[Command, ...] = (
         "local-model tokenize-check",
         P,
         lambda s, _: ["local-model", "tokenize-check", str(s.prepared)],
+    ),
+    Command(
+        "export inspect",
+        P,
+        lambda s, w: ["export", "inspect", str(s.prepared), "--out", str(w / "t")],
+    ),
+    Command(
+        "import inspect",
+        IN,
+        lambda s, w: [
+            *["import", "inspect", str(s.root / "inspect.json"), "--prepared", str(s.prepared)],
+            *["--out", str(w / "imported")],
+        ],
     ),
     Command("results", R, lambda s, _: ["results", str(s.run)]),
     Command("run", (*R, *D), _resume),
@@ -376,6 +394,7 @@ def build_fixture(root: Path) -> Paths:
             *[*PILOT_SHAPE, "--allow", "32", "--simulate", "position", "--no-progress"],
         ]
     )
+    _json_log(INSPECT_LOG, root / "inspect.json")
     build_synthetic_workspace(root / "contamination")
     _ok(
         [
@@ -384,6 +403,14 @@ def build_fixture(root: Path) -> Paths:
         ]
     )
     return paths
+
+
+def _json_log(source: Path, target: Path) -> None:
+    """The committed .eval log rewritten by inspect as a .json log: text the mutations can
+    damage field by field (a zip only breaks as a whole)."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    write_eval_log(read_eval_log(str(source)), str(target), format="json")
 
 
 def _ok(argv: list[str]) -> None:

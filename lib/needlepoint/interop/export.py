@@ -24,7 +24,7 @@ from needlepoint.design.profiles import body_profile
 from needlepoint.design.protocol import design_fingerprint
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes, parse_json, sha256_hex
+from needlepoint.jsonio import canonical_bytes, parse_json
 from needlepoint.safeio import write_bytes_atomic
 
 TASK_NAME = "needlepoint_task.py"
@@ -172,11 +172,6 @@ def export_inspect(prepared_dir: str | Path, out_dir: str | Path) -> Path:
     path = out / TASK_NAME
     write_bytes_atomic(path, source.encode("utf-8"))
     return path
-
-
-def task_sha256(source: str) -> str:
-    """SHA-256 of the task file's bytes (printed by export, checked by nothing else)."""
-    return sha256_hex(source.encode("utf-8"))
 
 
 # The generated file. It imports needlepoint only for scoring, so the samples, ids and config

@@ -21,8 +21,10 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 
-# A log bigger than this is refused before inspect reads it (its reader holds a .json log whole).
+# A log bigger than this is refused before inspect reads it. inspect's reader parses a .json log
+# whole (about six times its size in memory), an .eval zip one sample at a time.
 MAX_LOG_BYTES = 1 << 30
+MAX_JSON_LOG_BYTES = 32 << 20
 INSTALL_HINT = "install the inspect extra: pip install -c constraints.txt -e '.[inspect]'"
 
 
@@ -100,6 +102,12 @@ def _check_file(path: Path) -> None:
         )
     if path.suffix not in (".eval", ".json"):
         raise NeedlepointError(f"{path}: an inspect log ends in .eval or .json")
+    if path.suffix == ".json" and st.st_size > MAX_JSON_LOG_BYTES:
+        raise NeedlepointError(
+            f"{path}: a .json log of {st.st_size} bytes is read whole by inspect; past "
+            f"{MAX_JSON_LOG_BYTES >> 20} MiB write the log as .eval (inspect's default), which "
+            "is read one sample at a time"
+        )
 
 
 def _unreadable(path: Path, exc: BaseException) -> NeedlepointError:
