@@ -198,3 +198,28 @@ def read_samples(path: str | Path) -> Iterator[LoggedSample]:
         raise
     except Exception as exc:
         raise _unreadable(p, exc) from None
+
+
+def read_agent_turns(path: str | Path) -> list[tuple[str, frozenset[str], str]]:
+    """An inspect agent log as contamination turns: per sample, its user input text, the ids of
+    its ``ToolEvent``s, and where it is (``--transcripts inspect:LOG``)."""
+    p = Path(path)
+    _check_file(p)
+    log_module = _require()
+    out = []
+    try:
+        for sample in log_module.read_eval_log_samples(
+            str(p), all_samples_required=False, resolve_attachments=True
+        ):
+            messages = sample.input if isinstance(sample.input, list) else None
+            if messages is None:
+                question = str(sample.input)
+            else:
+                question = "\n".join(m.text for m in messages if m.role == "user")
+            calls = frozenset(str(e.id) for e in sample.events if getattr(e, "event", "") == "tool")
+            out.append((question, calls, f"{p.name} sample {sample.id} epoch {sample.epoch}"))
+    except NeedlepointError:
+        raise
+    except Exception as exc:
+        raise _unreadable(p, exc) from None
+    return out
