@@ -130,6 +130,18 @@ def test_inspect_round_trip_matches_a_native_run(
 
     assert run_cli(["audit-run", str(imported)])[0] == 0
     code, out, err = run_cli(
+        ["analyze", str(imported), "--no-figures", "--out", str(tmp_path / "a")]
+    )
+    assert code == 0, err
+    summary_md = (tmp_path / "a" / "summary.md").read_text(encoding="utf-8")
+    assert "- source: inspect_ai 0.3.285 log, imported (import.json)" in summary_md
+    assert "- verified: every request inspect logged carries exactly the frozen messages" in (
+        summary_md
+    )
+    assert "- not verifiable: the exact request bytes on the wire" in summary_md
+    native_decision = build_document(from_run(native)).primary.decision
+    assert f"**Decision: {native_decision}**" in summary_md
+    code, out, err = run_cli(
         ["compare", str(native), str(imported), "--out", str(tmp_path / "cmp"), "--no-figures"]
     )
     assert code == 0, err

@@ -513,3 +513,22 @@ def _plain(record: ImportRecord) -> dict[str, Any]:
     from needlepoint.schema import to_plain
 
     return to_plain(record)
+
+
+def imported_lines(run_dir: str | Path) -> list[str]:
+    """For the analysis summary of an imported run: where it was executed, then what the import
+    verified and could not, and its deviations (from import.json); nothing for a native run."""
+    from needlepoint.jsonio import read_json
+    from needlepoint.run.folder import read_run_record
+
+    extra = read_run_record(Path(run_dir)).extra
+    if extra.get("executed_elsewhere") is not True:
+        return []
+    head = f"- imported: executed by {extra.get('source')}, log SHA-256 `{extra.get('log_sha256')}`"
+    try:
+        value = read_json(Path(run_dir) / IMPORT_NAME, follow=False)
+        lines = ImportRecord(**{k: value[k] for k in ImportRecord.__dataclass_fields__}).lines()
+        assert all(isinstance(line, str) for line in lines)
+    except (NeedlepointError, OSError, KeyError, TypeError, AssertionError, AttributeError):
+        return [head, f"- {IMPORT_NAME} cannot be read: what the import verified is not shown"]
+    return [head, *(f"- {line}" for line in lines[1:])]
