@@ -236,6 +236,12 @@ def test_the_raw_response_decides_model_and_finish_reason(prepared: Path, tmp_pa
         3: ["protocol_failure", "model_mismatch"],
         4: ["protocol_failure", "finish_reason"],
     }
+    # Three failures in a row: the runner's stop rule would have ended the run; inspect went on.
+    stop = [d for d in record.deviations if "stop rule fired" in d]
+    assert stop == [
+        "audit-run: 29 x seq N sent after a stop rule fired (consecutive failures) "
+        "(first at journal.jsonl:8)"
+    ]
     md = (tmp_path / "imported" / "import.md").read_text(encoding="utf-8").splitlines()
     assert md[2].startswith("- source: inspect_ai 0.3.285") and md[3].startswith("- verified:")
 

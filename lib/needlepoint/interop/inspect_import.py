@@ -32,7 +32,7 @@ import itertools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from needlepoint.interop.inspect_log import (
     read_samples,
 )
 from needlepoint.jsonio import canonical_bytes, file_sha256
+from needlepoint.run.audit import audit_run
 from needlepoint.run.clock import iso_utc
 from needlepoint.run.folder import write_context_manifest, write_run_record
 from needlepoint.run.journal import Journal
@@ -409,6 +410,14 @@ def import_inspect(log_path: str | Path, prepared_dir: str | Path, out_dir: str 
     )
     with replaced_folder(out, lambda name: name in _OWNED) as fresh:
         _write_run(fresh, out, prepared, head, record, outcomes)
+        # The run audit of what inspect did: a stop rule the runner would have obeyed, say.
+        audit = audit_run(fresh, prepared.root)
+        found = _audit_deviations(audit.problems, fresh)
+        record = replace(record, deviations=record.deviations + found)
+        write_bytes_atomic(fresh / IMPORT_NAME, canonical_bytes(_plain(record)) + b"\n")
+        md = ["# Imported run: executed by " + record.source, ""]
+        md += [f"- {line}" for line in record.lines()]
+        write_bytes_atomic(fresh / IMPORT_MD, ("\n".join(md) + "\n").encode("utf-8"))
     return record
 
 
@@ -502,11 +511,22 @@ def _write_run(
             "stop", time=created, reason="imported", detail=f"{record.source} log {record.log_name}"
         )
         write_context_manifest(fresh, prepared, journal)
-    write_bytes_atomic(fresh / IMPORT_NAME, canonical_bytes(_plain(record)) + b"\n")
-    md = ["# Imported run: executed by " + record.source, ""]
-    md += [f"- {line}" for line in record.lines()]
-    write_bytes_atomic(fresh / IMPORT_MD, ("\n".join(md) + "\n").encode("utf-8"))
     write_results(fresh, prepared.root)
+
+
+def _audit_deviations(problems: list[str], folder: Path) -> tuple[str, ...]:
+    """audit-run's problems with the imported folder, one line per kind of problem (the seq and
+    line numbers folded into a count and the first place)."""
+    kinds: dict[str, tuple[int, str]] = {}
+    for p in problems:
+        # The folder is a temporary sibling until the import completes: never name it.
+        where, _, what = p.removeprefix(f"{folder}/").replace(folder.name, "RUNDIR").partition(": ")
+        kind = re.sub(r"\bseq \d+", "seq N", what) or where
+        count, first = kinds.get(kind, (0, where))
+        kinds[kind] = (count + 1, first)
+    return tuple(
+        f"audit-run: {count} x {kind} (first at {first})" for kind, (count, first) in kinds.items()
+    )
 
 
 def _plain(record: ImportRecord) -> dict[str, Any]:

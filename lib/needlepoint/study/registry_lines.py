@@ -14,6 +14,8 @@ def run_line(r: RunEntry, where: str = "") -> str:
     """One run: path, version, completeness, decision, audit and declaration."""
     kind = "pilot" if r.pilot else "run"
     sim = " (SIMULATION)" if r.simulation else ""
+    if r.source:
+        sim += f" (executed by {r.source}, imported)"
     if r.problem:
         return f"{kind} {where}{r.path}: unreadable: {r.problem}"
     cases = ""

@@ -46,6 +46,8 @@ class RunEntry:
     answers: dict[str, Answer] = field(default_factory=dict, repr=False)
     requests: frozenset[str] = frozenset()
     problem: str | None = None
+    # Where it was executed when not by needlepoint's runner (an import: "inspect_ai 0.3.285").
+    source: str | None = None
 
     @property
     def variant(self) -> str:
@@ -122,6 +124,9 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
         else f"`{_shown(run_dir, ref.path, root)}` (sha256 {ref.sha256[:12]}…)",
         declaration_sha256=None if ref is None else ref.sha256,
         journal_sha256=chain.head,
+        source=str(run.extra.get("source"))
+        if run.extra.get("executed_elsewhere") is True
+        else None,
         answers=answers,
         requests=frozenset(sha_of.values()),
     )
