@@ -43,6 +43,13 @@ GROUPS = {
     # A real inspect_ai log of the fixture's design, exported and run by `inspect eval`
     # (tests/data/inspect/README.md): what `import inspect` reads.
     "inspect": ("inspect.json",),
+    # Agent transcripts the canary counts tool calls from (support.transcripts), and their results.
+    "transcripts": (
+        "transcripts/results.jsonl",
+        "transcripts/t/claude/inside/in-session-a.jsonl",
+        "transcripts/t/claude/inside/in-session-b/subagents/agent-a1b2c3.jsonl",
+        "transcripts/t/codex/sessions/2025/03/14/rollout-2025-03-14T11-00-00-0199.jsonl",
+    ),
 }
 INSPECT_LOG = Path(__file__).resolve().parents[1] / "data" / "inspect" / "small-design.eval"
 # What a command that would serve a packaged model meets in the fuzz instead of a server: no
@@ -105,6 +112,15 @@ def _ctx(s: Paths) -> str:
     return str(s.inputs / "context.json")
 
 
+def _transcript_flags(s: Paths) -> list[str]:
+    t = s.root / "transcripts" / "t"
+    return [
+        f"--transcripts=cr-1=claude-code:{t}/claude/clean-room/cr-session.jsonl",
+        f"--transcripts=in-1=claude-code:{t}/claude/inside",
+        f"--transcripts=in-2=codex:{t}/codex/sessions",
+    ]
+
+
 def _protocol(s: Paths) -> str:
     return f"{s.prepared}/protocol.json"
 
@@ -113,6 +129,8 @@ P, R, C, S = ("prepared",), ("prepared", "run"), ("contamination",), ("sweep",)
 D = ("declaration",)
 PI = ("pilot",)
 ALL = ("prepared", "run", "contamination", "sweep", "declaration", "pilot", "inspect")
+ALL += ("transcripts",)
+T = ("transcripts",)
 IN = ("prepared", "inspect")
 PILOT_SHAPE = ["--lengths", "12", "--cases", "4"]
 # In the order they run on one damaged copy: readers first, then what writes into the copy
@@ -296,6 +314,24 @@ COMMANDS: tuple[Command, ...] = (
         ],
     ),
     Command(
+        "contamination canary",
+        T,
+        lambda s, _: [
+            *["contamination", "canary", "--results", str(s.root / "transcripts/results.jsonl")],
+            *_transcript_flags(s),
+        ],
+    ),
+    Command(
+        "contamination report",
+        (*C, *T),
+        lambda s, w: [
+            *["contamination", "report", "--reference", str(s.inputs / "reference.csv")],
+            *["--runs", str(s.inputs / "runs.csv")],
+            *["--results", str(s.root / "transcripts/results.jsonl")],
+            *["--context", _ctx(s), "--out", str(w / "ct"), *_transcript_flags(s)],
+        ],
+    ),
+    Command(
         "contamination manifest",
         C,
         lambda s, w: [
@@ -395,6 +431,10 @@ def build_fixture(root: Path) -> Paths:
         ]
     )
     _json_log(INSPECT_LOG, root / "inspect.json")
+    from support import transcripts
+
+    transcripts.transcripts(root / "transcripts" / "t")
+    transcripts.results(root / "transcripts" / "results.jsonl")
     build_synthetic_workspace(root / "contamination")
     _ok(
         [
