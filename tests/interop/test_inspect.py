@@ -254,3 +254,24 @@ def test_a_log_of_another_design_is_refused(tmp_path: Path) -> None:
     )
     assert code == 2 and "does not name this design" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_zip_bomb_sample_is_refused_before_inspect_unpacks_it(
+    prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zipfile
+
+    from needlepoint.interop import inspect_log
+
+    monkeypatch.setattr(inspect_log, "MAX_MEMBER_BYTES", 1 << 20)  # the rule, at a small size
+    bomb = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as out:
+        out.writestr("header.json", b"{}")
+        with out.open("samples/99_epoch_1.json", "w") as fh:
+            chunk = b"\0" * (1 << 20)
+            for _ in range(2):
+                fh.write(chunk)
+    code, _, err = run_cli(
+        ["import", "inspect", str(bomb), "--prepared", str(prepared), "--out", str(tmp_path / "o")]
+    )
+    assert code == 2 and "unpacks to" in err and len(err.splitlines()) == 1

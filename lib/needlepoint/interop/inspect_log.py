@@ -25,6 +25,8 @@ from needlepoint.errors import NeedlepointError
 # whole (about six times its size in memory), an .eval zip one sample at a time.
 MAX_LOG_BYTES = 1 << 30
 MAX_JSON_LOG_BYTES = 32 << 20
+# One member of an .eval zip (a sample, the header), unpacked.
+MAX_MEMBER_BYTES = 256 << 20
 INSTALL_HINT = "install the inspect extra: pip install -c constraints.txt -e '.[inspect]'"
 
 
@@ -102,11 +104,31 @@ def _check_file(path: Path) -> None:
         )
     if path.suffix not in (".eval", ".json"):
         raise NeedlepointError(f"{path}: an inspect log ends in .eval or .json")
+    if path.suffix == ".eval":
+        _check_members(path)
     if path.suffix == ".json" and st.st_size > MAX_JSON_LOG_BYTES:
         raise NeedlepointError(
             f"{path}: a .json log of {st.st_size} bytes is read whole by inspect; past "
             f"{MAX_JSON_LOG_BYTES >> 20} MiB write the log as .eval (inspect's default), which "
             "is read one sample at a time"
+        )
+
+
+def _check_members(path: Path) -> None:
+    """Refuse an .eval zip whose members would unpack past MAX_MEMBER_BYTES each (a zip bomb):
+    inspect unpacks one sample at a time, but each whole. A zip that cannot be opened is left
+    to inspect's reader, which says why."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            big = [i for i in z.infolist() if i.file_size > MAX_MEMBER_BYTES]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return
+    if big:
+        raise NeedlepointError(
+            f"{path}: member {big[0].filename[:80]!r} unpacks to {big[0].file_size} bytes, more "
+            f"than {MAX_MEMBER_BYTES >> 20} MiB (not read)"
         )
 
 
