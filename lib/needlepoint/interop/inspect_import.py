@@ -342,7 +342,9 @@ def _spacing(calls: list[tuple[int, LoggedCall]], min_gap_s: float | None) -> li
     return out
 
 
-def import_inspect(log_path: str | Path, prepared_dir: str | Path, out_dir: str | Path) -> Any:
+def import_inspect(
+    log_path: str | Path, prepared_dir: str | Path, out_dir: str | Path
+) -> ImportRecord:
     """Verify ``log_path`` against ``prepared_dir`` and write the run folder ``out_dir``."""
     log = Path(log_path)
     head = read_header(log)
