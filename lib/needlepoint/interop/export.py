@@ -6,10 +6,11 @@ is its cell of the design and its answer-key entry. The task carries the frozen 
 parameters with ``max_retries=0``, ``max_connections=1`` and ``epochs=1``, names the design and
 protocol fingerprints, and scores with needlepoint's own strict scoring (``needlepoint.scoring``).
 
-Only the ``chat`` body profile is exported: a ``reasoning`` body's ``max_completion_tokens`` is
-sent by inspect's OpenAI-compatible provider as ``max_tokens``, and a ``completion`` body is one
-prompt string on another endpoint, which an inspect chat sample cannot express. Either would make
-the requests differ from the frozen ones, so both are refused rather than approximated.
+Only the ``chat`` body profile is exported: for a ``reasoning`` body, inspect's OpenAI-compatible
+provider decides from the model's name whether ``max_tokens`` goes out as ``max_completion_tokens``
+(and maps ``reasoning_effort`` its own way), and a ``completion`` body is one prompt string on
+another endpoint, which an inspect chat sample cannot express. Either could make the requests
+differ from the frozen ones, so both are refused rather than approximated.
 """
 
 from __future__ import annotations
