@@ -53,8 +53,8 @@ from needlepoint.interop.inspect_log import (
 from needlepoint.jsonio import canonical_bytes, file_sha256
 from needlepoint.run.audit import audit_run
 from needlepoint.run.clock import iso_utc
-from needlepoint.run.folder import write_context_manifest, write_run_record
-from needlepoint.run.journal import Journal
+from needlepoint.run.folder import CONTEXT_NAME, RUN_NAME, write_context_manifest, write_run_record
+from needlepoint.run.journal import HEAD_NAME, JOURNAL_NAME, Journal
 from needlepoint.run.records import (
     RUN_FORMAT,
     RUN_KIND,
@@ -64,7 +64,7 @@ from needlepoint.run.records import (
     interrupted_fields,
     received_fields,
 )
-from needlepoint.run.results import write_results
+from needlepoint.run.results import RESULTS_NAME, write_results
 from needlepoint.run.transport import Exchange
 from needlepoint.safeio import relative_path, replaced_folder, write_bytes_atomic
 
@@ -74,15 +74,7 @@ IMPORT_KIND = "needlepoint-import"
 IMPORT_FORMAT = 1
 SOURCE_PREFIX = "inspect_ai"
 # Files the import writes; an output folder holding anything else is refused.
-_OWNED = (
-    "run.json",
-    "journal.jsonl",
-    "journal.head.json",
-    "context_manifest.json",
-    "results.csv",
-    IMPORT_NAME,
-    IMPORT_MD,
-)
+_OWNED = (RUN_NAME, JOURNAL_NAME, HEAD_NAME, CONTEXT_NAME, RESULTS_NAME, IMPORT_NAME, IMPORT_MD)
 OVERRIDE_REASON = (
     "executed by inspect_ai, not by needlepoint's runner: no gap was enforced; the spacing "
     "observed in the log is reported in import.json"
