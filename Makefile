@@ -3,13 +3,16 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The inspect extra's packages whose declared python-dateutil<3 clashes with the pin (constraints.txt).
+INSPECT_NO_DEPS := inspect-ai botocore aiobotocore s3fs
 
 .PHONY: setup run test lint local local-compare mutate mutate-constants mutate-summary
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q pip==26.3
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,inspect]'
+	$(BIN)/python -m pip install -q -c constraints.txt --no-deps $(INSPECT_NO_DEPS)
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name needlepoint --display-name needlepoint >/dev/null
 	touch $(STAMP)
 

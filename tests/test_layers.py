@@ -27,6 +27,7 @@ RANKS = {
     "contamination": 1,
     "run": 2,
     "analysis": 3,
+    "interop": 3,  # another harness's task and log: the design and run stages
     "compare": 4,
     "pilot": 5,
     "study": 6,

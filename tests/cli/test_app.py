@@ -21,6 +21,7 @@ FIRST_COMMANDS = {
     "pilot": "pilot",
     "study": "declare",
     "contamination": "contamination",
+    "interop": "export",
     "pipeline": "pipeline",
     "local": "local-pipeline",
 }

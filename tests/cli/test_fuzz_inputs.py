@@ -36,6 +36,8 @@ BUDGET = {
     "sweep": 4,
     "declaration": 8,
     "pilot": 12,
+    "inspect": 10,
+    "transcripts": 16,
 }
 
 
@@ -136,6 +138,8 @@ test_damaged_contamination_inputs_never_crash_a_command = _make("contamination")
 test_damaged_sweep_inputs_never_crash_a_command = _make("sweep")
 test_damaged_declaration_inputs_never_crash_a_command = _make("declaration")
 test_damaged_pilot_inputs_never_crash_a_command = _make("pilot")
+test_damaged_inspect_inputs_never_crash_a_command = _make("inspect")
+test_damaged_transcripts_inputs_never_crash_a_command = _make("transcripts")
 
 
 def _sub_commands(parser, prefix: str = "") -> set[str]:

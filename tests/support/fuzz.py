@@ -41,7 +41,18 @@ GROUPS = {
     "sweep": ("SWEEP.json",),
     "declaration": DECLARATION_FILES,
     "pilot": PILOT_FILES,
+    # A real inspect_ai log of the fixture's design, exported and run by `inspect eval`
+    # (tests/data/inspect/README.md): what `import inspect` reads.
+    "inspect": ("inspect.json",),
+    # Agent transcripts the canary counts tool calls from (support.transcripts), and their results.
+    "transcripts": (
+        "transcripts/results.jsonl",
+        "transcripts/t/claude/inside/in-session-a.jsonl",
+        "transcripts/t/claude/inside/in-session-b/subagents/agent-a1b2c3.jsonl",
+        "transcripts/t/codex/sessions/2025/03/14/rollout-2025-03-14T11-00-00-0199.jsonl",
+    ),
 }
+INSPECT_LOG = Path(__file__).resolve().parents[1] / "data" / "inspect" / "small-design.eval"
 # What a command that would serve a packaged model meets in the fuzz instead of a server: no
 # test ever starts one (the llama.cpp extra may be installed where the tests run).
 NO_SERVER = "fuzz: the input was accepted; no server is started in tests"
@@ -102,6 +113,15 @@ def _ctx(s: Paths) -> str:
     return str(s.inputs / "context.json")
 
 
+def _transcript_flags(s: Paths) -> list[str]:
+    t = s.root / "transcripts" / "t"
+    return [
+        f"--transcripts=cr-1=claude-code:{t}/claude/clean-room/cr-session.jsonl",
+        f"--transcripts=in-1=claude-code:{t}/claude/inside",
+        f"--transcripts=in-2=codex:{t}/codex/sessions",
+    ]
+
+
 def _protocol(s: Paths) -> str:
     return f"{s.prepared}/protocol.json"
 
@@ -109,7 +129,10 @@ def _protocol(s: Paths) -> str:
 P, R, C, S = ("prepared",), ("prepared", "run"), ("contamination",), ("sweep",)
 D = ("declaration",)
 PI = ("pilot",)
-ALL = ("prepared", "run", "contamination", "sweep", "declaration", "pilot")
+ALL = ("prepared", "run", "contamination", "sweep", "declaration", "pilot", "inspect")
+ALL += ("transcripts",)
+T = ("transcripts",)
+IN = ("prepared", "inspect")
 PILOT_SHAPE = ["--lengths", "12", "--cases", "4"]
 # In the order they run on one damaged copy: readers first, then what writes into the copy
 # (results, a resumed run), so every reader meets the damage as it was made.
@@ -236,6 +259,19 @@ COMMANDS: tuple[Command, ...] = (
         P,
         lambda s, _: ["local-model", "tokenize-check", str(s.prepared)],
     ),
+    Command(
+        "export inspect",
+        P,
+        lambda s, w: ["export", "inspect", str(s.prepared), "--out", str(w / "t")],
+    ),
+    Command(
+        "import inspect",
+        IN,
+        lambda s, w: [
+            *["import", "inspect", str(s.root / "inspect.json"), "--prepared", str(s.prepared)],
+            *["--out", str(w / "imported")],
+        ],
+    ),
     Command("results", R, lambda s, _: ["results", str(s.run)]),
     Command("run", (*R, *D), _resume),
     Command(
@@ -276,6 +312,24 @@ COMMANDS: tuple[Command, ...] = (
             *["--runs", str(s.inputs / "runs.csv"), "--results", str(s.inputs / "results.jsonl")],
             *["--context", _ctx(s), "--discard", str(s.inputs / "discards.csv")],
             *["--out", str(w / "c")],
+        ],
+    ),
+    Command(
+        "contamination canary",
+        T,
+        lambda s, _: [
+            *["contamination", "canary", "--results", str(s.root / "transcripts/results.jsonl")],
+            *_transcript_flags(s),
+        ],
+    ),
+    Command(
+        "contamination report",
+        (*C, *T),
+        lambda s, w: [
+            *["contamination", "report", "--reference", str(s.inputs / "reference.csv")],
+            *["--runs", str(s.inputs / "runs.csv")],
+            *["--results", str(s.root / "transcripts/results.jsonl")],
+            *["--context", _ctx(s), "--out", str(w / "ct"), *_transcript_flags(s)],
         ],
     ),
     Command(
@@ -377,6 +431,11 @@ def build_fixture(root: Path) -> Paths:
             *[*PILOT_SHAPE, "--allow", "32", "--simulate", "position", "--no-progress"],
         ]
     )
+    _json_log(INSPECT_LOG, root / "inspect.json")
+    from support import transcripts
+
+    transcripts.transcripts(root / "transcripts" / "t")
+    transcripts.results(root / "transcripts" / "results.jsonl")
     build_synthetic_workspace(root / "contamination")
     _ok(
         [
@@ -385,6 +444,14 @@ def build_fixture(root: Path) -> Paths:
         ]
     )
     return paths
+
+
+def _json_log(source: Path, target: Path) -> None:
+    """The committed .eval log rewritten by inspect as a .json log: text the mutations can
+    damage field by field (a zip only breaks as a whole)."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    write_eval_log(read_eval_log(str(source)), str(target), format="json")
 
 
 def _ok(argv: list[str]) -> None:

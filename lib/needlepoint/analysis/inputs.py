@@ -296,9 +296,18 @@ def from_run(
     if simulation != run.simulation or (journal or "") != run.journal_sha256:
         raise NeedlepointError(f"{run_dir}: run record and its rows disagree on simulation/journal")
     context, sessions = run_facts(Path(run_dir), prepared, outcomes, simulation)
+    source, unverified = "run journal", None
+    if extra.get("executed_elsewhere") is True:
+        # An imported run (needlepoint.interop): its journal was re-written from another
+        # harness's log, so the rows are only as verified as import.json says.
+        source = f"{extra.get('source')} log, imported ({extra.get('import')})"
+        unverified = (
+            f"executed by {extra.get('source')}, not by needlepoint's runner; the request bytes "
+            f"and the order were not controlled ({extra.get('import')} lists what was verified)"
+        )
     return AnalysisInput(
-        prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, "run journal",
-        context=context, sessions=sessions,
+        prepared.protocol, prepared.fingerprint, outcomes, simulation, journal, source,
+        unverified=unverified, context=context, sessions=sessions,
     )  # fmt: skip
 
 

@@ -37,6 +37,10 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     if "depths" in inputs[0].protocol:
         return _depth(inputs[0], out, not args.no_figures)
     record, notes = _study_record(args, out)
+    if args.run_dirs:
+        from needlepoint.interop.inspect_import import imported_lines
+
+        record = [*imported_lines(Path(args.run_dirs[0])), *record]
     result = analyze(inputs[0], out, figures=not args.no_figures, record=record)
     doc = result.document
     if doc.simulation:

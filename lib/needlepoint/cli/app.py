@@ -25,6 +25,7 @@ from needlepoint.cli import (
     compare,
     contamination,
     design,
+    interop,
     local,
     pilot,
     pipeline,
@@ -45,6 +46,7 @@ PROVIDERS = (
     pilot,
     study,
     contamination,
+    interop,
     pipeline,
     local,
 )

@@ -102,18 +102,46 @@ def _timeline(args: argparse.Namespace) -> int:
     return EXIT_FINDING if result.has_poisoned_rerun or unread else EXIT_PASSED
 
 
+def _transcripts(specs: list[str] | None) -> tuple:
+    """Each --transcripts argument read; inspect logs by inspect's own reader (interop)."""
+    from needlepoint.contamination.transcripts import read_transcript
+
+    if not specs:
+        return ()
+
+    def inspect_turns(path):
+        from needlepoint.interop.inspect_log import read_agent_turns
+
+        return read_agent_turns(path)
+
+    return tuple(read_transcript(spec, inspect_turns) for spec in specs)
+
+
 def _canary(args: argparse.Namespace) -> int:
     from needlepoint.contamination.canary import check_canary
     from needlepoint.contamination.inputs import read_results
+    from needlepoint.contamination.transcripts import apply_transcripts
 
-    result = check_canary(read_results(args.results))
+    rows = read_results(args.results)
+    transcripts = _transcripts(args.transcripts)
+    problems: tuple[str, ...] = ()
+    if transcripts:
+        rows, problems = apply_transcripts(rows, transcripts)
+    result = check_canary(
+        rows,
+        tool_calls_source="transcript" if transcripts else "results",
+        transcript_problems=problems,
+    )
     say(result.sentence())
+    for problem in result.transcript_problems:
+        say(f"  transcript: {problem}")
     labelled = [("dead canary", r) for r in result.dead_canary]
     labelled += [("leak", r) for r in result.leaks]
     labelled += [("no tool_calls", r) for r in result.missing_tool_calls]
     for label, r in labelled:
         say(f"  {label}: {args.results}:{r.line} {r.run_id}/{r.question_id}")
     bad = bool(result.dead_canary) or result.leaked or not result.has_detector
+    bad = bad or bool(result.transcript_problems)
     return EXIT_FINDING if bad else EXIT_PASSED
 
 
@@ -121,7 +149,13 @@ def _report(args: argparse.Namespace) -> int:
     from needlepoint.contamination.report import build_report, write_report
 
     report = build_report(
-        args.reference, args.runs, args.results, args.context, args.discard, args.include
+        args.reference,
+        args.runs,
+        args.results,
+        args.context,
+        args.discard,
+        args.include,
+        transcripts=_transcripts(args.transcripts),
     )
     json_path, md_path = write_report(report, args.out)
     say(f"gate: {'PASSED' if report.gate.passed else 'FAILED'} -> {json_path}, {md_path}")
@@ -133,6 +167,10 @@ def _report(args: argparse.Namespace) -> int:
 REF_HELP = "reference answers: format,id,question,answer (docs/contamination.md)"
 RUNS_HELP = "what each run recorded: format,run_id,battery,started_at,value"
 RESULTS_HELP = "one answer per line, with its condition and tool_calls (docs/contamination.md)"
+TRANSCRIPTS_HELP = (
+    "count tool calls from an agent transcript instead of the tool_calls column (repeatable): "
+    "[RUN_ID=]claude-code:PATH, codex:PATH or inspect:LOG"
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -175,12 +213,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "canary", help="clean-room canary, zero-tool-call leaks, tool_calls present"
     )
     p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
+    p.add_argument(
+        "--transcripts", action="append", metavar="[RUN_ID=]KIND:PATH", help=TRANSCRIPTS_HELP
+    )
     p.set_defaults(func=_canary)
 
     p = checks.add_parser("report", help="all checks -> contamination.json/.md; exit 1 on findings")
     p.add_argument("--reference", required=True, metavar="REF.csv", help=REF_HELP)
     p.add_argument("--runs", required=True, metavar="RUNS.csv", help=RUNS_HELP)
     p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
+    p.add_argument(
+        "--transcripts", action="append", metavar="[RUN_ID=]KIND:PATH", help=TRANSCRIPTS_HELP
+    )
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument("--discard", metavar="FILE", help="discard CSV for the overlap check")
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)

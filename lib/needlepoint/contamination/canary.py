@@ -9,9 +9,10 @@ there is no detector at all, which is itself a finding.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from needlepoint.contamination.inputs import CONDITIONS, ResultRow
+from needlepoint.schema import IN_MEMORY
 
 _TRIMMED = "".join(chr(c) for c in range(0x21))
 
@@ -41,6 +42,13 @@ class CanaryResult:
     dead_canary: tuple[ResultRow, ...]  # the clean room answered these closed facts exactly
     leaks: tuple[ResultRow, ...]
     missing_tool_calls: tuple[ResultRow, ...]
+    # "results" (the tool_calls column) or "transcript" (--transcripts counted them). Both are
+    # kept out of the report's canary part (whose bytes the committed evidence pins): the gate
+    # says "tool_calls_source: transcript" as a notice, and each problem is a finding there.
+    tool_calls_source: str = field(default="results", metadata=IN_MEMORY)
+    # Transcripts that could not be read whole, rows matched to no turn or several, AGENTS.md
+    # text that is not the frozen one: each a finding, never a clean pass.
+    transcript_problems: tuple[str, ...] = field(default=(), metadata=IN_MEMORY)
 
     @property
     def leaked(self) -> bool:
@@ -63,10 +71,19 @@ class CanaryResult:
         parts.append(f"{len(self.leaks)} exact closed answer(s) with zero tool calls")
         if self.missing_tool_calls:
             parts.append(f"{len(self.missing_tool_calls)} row(s) without tool_calls")
+        if self.tool_calls_source == "transcript":
+            parts.append(
+                f"tool calls counted from transcripts ({len(self.transcript_problems)} problem(s))"
+            )
         return "; ".join(parts)
 
 
-def check_canary(results: Sequence[ResultRow]) -> CanaryResult:
+def check_canary(
+    results: Sequence[ResultRow],
+    *,
+    tool_calls_source: str = "results",
+    transcript_problems: Sequence[str] = (),
+) -> CanaryResult:
     """Classify every closed-fact row; rows of open facts only feed the tool-call check."""
     summary = []
     for condition in CONDITIONS:
@@ -81,4 +98,12 @@ def check_canary(results: Sequence[ResultRow]) -> CanaryResult:
         if r.closed and r.condition == "inside" and is_exact(r) and r.tool_calls == 0
     )
     missing = tuple(r for r in results if r.tool_calls is None)
-    return CanaryResult(len(results), tuple(summary), dead, leaks, missing)
+    return CanaryResult(
+        len(results),
+        tuple(summary),
+        dead,
+        leaks,
+        missing,
+        tool_calls_source,
+        tuple(transcript_problems),
+    )

@@ -78,6 +78,8 @@ class ResultRow:
     answer: str | None
     tool_calls: int | None
     line: int
+    # The question as it was asked (optional): how --transcripts finds the row's turn.
+    question: str | None = field(default=None, metadata=IN_MEMORY)
 
 
 # The largest input file (reference, discards, runs, results) read whole: far beyond a battery.
@@ -248,6 +250,7 @@ def _result_row(p: Path, line: int, obj: Any) -> ResultRow:
         answer=_answer(f),
         tool_calls=f.integer("tool_calls", low=0, optional=True),
         line=line,
+        question=f.text("question", optional=True) if "question" in f.obj else None,
     )
 
 

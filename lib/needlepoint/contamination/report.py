@@ -33,6 +33,7 @@ from needlepoint.contamination.inputs import (
 )
 from needlepoint.contamination.overlap import OverlapResult, check_overlap
 from needlepoint.contamination.timeline import TimelineResult, check_timeline
+from needlepoint.contamination.transcripts import Transcript, agents_md_problems, apply_transcripts
 from needlepoint.jsonio import canonical_bytes, file_sha256, write_bytes_atomic
 from needlepoint.safetext import md_code, md_text
 from needlepoint.schema import fields_plain, to_plain
@@ -123,6 +124,8 @@ def _findings(o: OverlapResult, t: TimelineResult, c: CanaryResult) -> list[Find
                 f"results without tool_calls (no detector): lines {lines}",
             )
         )
+    for problem in c.transcript_problems:
+        found.append(Finding("canary", "transcript", problem))
     for p in t.poisoned:
         found.append(
             Finding(
@@ -152,6 +155,8 @@ def _notices(o: OverlapResult, t: TimelineResult, c: CanaryResult) -> list[str]:
             f"{d.source}:{d.source_line}: discard of {d.reference_id} at {d.file}:{d.line} "
             "matched nothing (stale?)"
         )
+    if c.tool_calls_source == "transcript":
+        notes.append("canary: tool_calls_source: transcript (counted, not taken from results)")
     if not c.has_clean_room:
         notes.append("canary: no closed fact was asked from the clean room")
     return notes
@@ -168,11 +173,18 @@ def build_report(
     context: str | os.PathLike[str],
     discards: str | os.PathLike[str] | None = None,
     includes: Sequence[str] | None = None,
+    transcripts: Sequence[Transcript] = (),
 ) -> ContaminationReport:
-    """Read every input, run all four checks over one loaded context, and judge."""
+    """Read every input, run all four checks over one loaded context, and judge.
+
+    ``transcripts`` (read by ``contamination.transcripts``) replace the tool_calls column; the
+    AGENTS.md text a Codex rollout injected is hashed against the frozen context manifest."""
     pairs = read_reference(reference)
     run_rows = read_runs(runs)
     result_rows = read_results(results)
+    problems: tuple[str, ...] = ()
+    if transcripts:
+        result_rows, problems = apply_transcripts(result_rows, transcripts)
     discard_rows = read_discards(discards) if discards is not None else ()
     ctx = load_context(context, includes)
     if ctx.kind == "directory":
@@ -181,7 +193,14 @@ def build_report(
         manifest = ctx.manifest
     o = check_overlap(pairs, ctx, discard_rows)
     t = check_timeline(run_rows, ctx)
-    c = check_canary(result_rows)
+    if transcripts:
+        frozen = [(e.path, e.sha256) for e in manifest.files] if manifest is not None else []
+        problems += agents_md_problems(transcripts, frozen)
+    c = check_canary(
+        result_rows,
+        tool_calls_source="transcript" if transcripts else "results",
+        transcript_problems=problems,
+    )
     roles = [("reference", reference), ("runs", runs), ("results", results)]
     if discards is not None:
         roles.append(("discards", discards))

@@ -78,6 +78,8 @@ class RunEntry:
     answers: dict[str, Answer] = field(default_factory=dict, repr=False)
     requests: frozenset[str] = frozenset()
     problem: str | None = None
+    # Where it was executed when not by needlepoint's runner (an import: "inspect_ai 0.3.285").
+    source: str | None = None
 
     @property
     def variant(self) -> str:
@@ -155,6 +157,9 @@ def _read(run_dir: Path, shown: str, pilot_design: str | None, root: Path | None
         else f"{md_code(_shown(run_dir, ref.path, root))} (sha256 {ref.sha256[:12]}…)",
         declaration_sha256=None if ref is None else ref.sha256,
         journal_sha256=chain.head,
+        source=str(run.extra.get("source"))
+        if run.extra.get("executed_elsewhere") is True
+        else None,
         robustness=robust,
         server=server_identity(run.base_url, run.extra, run.simulate),
         answers=answers,
@@ -508,6 +513,8 @@ def run_line(r: RunEntry, where: str = "") -> str:
     """One run: path, version, completeness, decision, audit and declaration."""
     kind = "pilot" if r.pilot else "run"
     sim = " (SIMULATION)" if r.simulation else ""
+    if r.source:
+        sim += f" (executed by {r.source}, imported)"
     if r.problem:
         return f"{kind} {where}{r.path}: unreadable: {r.problem}"
     cases = ""
