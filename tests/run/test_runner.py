@@ -203,6 +203,8 @@ def test_key_never_written_even_when_echoed(reference_dir, tmp_path, server, cap
         ({"base_url": "ftp://x"}, "not an http"),
         ({"model": None}, "needs --model"),
         ({"model": "other-model"}, "differs from the frozen model"),
+        ({"model": "other-model"}, r"needlepoint prepare --protocol \S+/protocol.json "),
+        ({"model": "other-model"}, r"--model other-model --out \S+-other-model \(in a pip"),
         ({"api_key_env": None}, "needs --api-key-env"),
         ({"api_key_env": "NEEDLEPOINT_UNSET_VARIABLE"}, "is not set"),
         ({"min_gap_s": 1, "override_reason": " "}, "give --override-reason"),

@@ -111,12 +111,14 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
 
     model = args.model
     if args.prepared is not None:
-        from needlepoint.design.prepared import frozen_model, load_prepared
+        from needlepoint.design.prepared import frozen_model, load_prepared, prepare_command
 
         frozen = frozen_model(load_prepared(args.prepared))
         if model is not None and model != frozen:
             raise NeedlepointError(
-                f"--model {model!r} differs from the model frozen in {args.prepared} ({frozen!r})"
+                f"--model {model!r} differs from the model frozen in {args.prepared} "
+                f"({frozen!r}); to freeze the design for it: "
+                f"{prepare_command(args.prepared, model)}"
             )
         model = frozen
     if model is None:
@@ -127,6 +129,7 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
         args.api_key_env,
         allow_insecure_http=args.allow_insecure_http,
         timeout_s=args.timeout_s,
+        prepared=args.prepared,
     )
     for line in report.lines():
         print(line)

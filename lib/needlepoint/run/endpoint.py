@@ -94,6 +94,7 @@ def check_endpoint(
     *,
     allow_insecure_http: bool = False,
     timeout_s: float = 15.0,
+    prepared: str | None = None,
 ) -> EndpointReport:
     """Check ``base_url`` for a run of ``model`` with the key in ``api_key_env``.
 
@@ -152,5 +153,17 @@ def check_endpoint(
     else:
         shown = ", ".join(i.replace(key, "[REDACTED]")[:60] for i in ids[:SHOWN_MODELS]) or "none"
         more = f" and {len(ids) - SHOWN_MODELS} more" if len(ids) > SHOWN_MODELS else ""
-        checks.append(Check("model", False, f"{model} is not listed; listed: {shown}{more}"))
+        fix = _prepare_hint(prepared, [i.replace(key, "[REDACTED]") for i in ids])
+        checks.append(Check("model", False, f"{model} is not listed; listed: {shown}{more}{fix}"))
     return EndpointReport(base_url, tuple(checks))
+
+
+def _prepare_hint(prepared: str | None, ids: list[str]) -> str:
+    """The prepare command that freezes the design for a listed model (the only one listed,
+    else the first), when the check was given the prepared folder; nothing otherwise."""
+    from needlepoint.design.prepared import prepare_command
+
+    if prepared is None or not ids or len(ids[0]) > 200 or not ids[0].isprintable():
+        return ""
+    which = "" if len(ids) == 1 else " (or another listed model)"
+    return f"; to run the listed model{which}: {prepare_command(prepared, ids[0])}"
