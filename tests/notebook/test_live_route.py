@@ -72,7 +72,7 @@ def test_only_a_live_pipeline_skips_and_live_inputs_run() -> None:
 
 
 def test_02_freeze_reuses_an_identical_folder_and_names_what_to_delete(tmp_path: Path) -> None:
-    from needlepoint.design.prepared import prepare_or_reuse
+    from needlepoint.design.freeze import prepare_or_reuse
     from needlepoint.errors import NeedlepointError
 
     folder, reused = prepare_or_reuse(tmp_path / "prepared", model=MODEL)

@@ -111,7 +111,8 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
 
     model = args.model
     if args.prepared is not None:
-        from needlepoint.design.prepared import frozen_model, load_prepared, prepare_command
+        from needlepoint.design.freeze import prepare_command
+        from needlepoint.design.prepared import frozen_model, load_prepared
 
         frozen = frozen_model(load_prepared(args.prepared))
         if model is not None and model != frozen:

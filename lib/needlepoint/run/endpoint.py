@@ -161,7 +161,7 @@ def check_endpoint(
 def _prepare_hint(prepared: str | None, ids: list[str]) -> str:
     """The prepare command that freezes the design for a listed model (the only one listed,
     else the first), when the check was given the prepared folder; nothing otherwise."""
-    from needlepoint.design.prepared import prepare_command
+    from needlepoint.design.freeze import prepare_command
 
     if prepared is None or not ids or len(ids[0]) > 200 or not ids[0].isprintable():
         return ""

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from needlepoint.design.prepared import frozen_model, prepare_command
+from needlepoint.design.freeze import prepare_command
+from needlepoint.design.prepared import frozen_model
 from needlepoint.errors import NeedlepointError, looks_like_secret
 from needlepoint.run.records import Limits
 
