@@ -230,7 +230,7 @@ def forest_plot(primary: Primary, path: str | Path, simulation: bool = False) ->
             label = f"overall {primary.estimate:.3f}\n[{interval.lower:.3f}, "
             label += f"{interval.upper:.3f}]"
         else:
-            label = "overall: not evaluable"
+            label = "overall:\nnot evaluable"  # two lines: one was cut at the left edge
         ax.axvline(0, color="grey", lw=1)
         threshold_line(ax, primary.threshold)
         ax.set_yticks(range(rows), [c.case for c in cases] + [label])
