@@ -67,7 +67,8 @@ def terminal_stream() -> IO[str]:
     return open(os.dup(fd), "w", encoding="utf-8", errors="replace", buffering=1)
 
 
-def _isatty(stream: Any) -> bool:
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream is not one)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, OSError, ValueError):
@@ -103,7 +104,7 @@ class Progress:
         self.sent_at: float | None = None
         if mode == "off":
             return
-        if mode == "auto" and not _isatty(sys.stderr):
+        if mode == "auto" and not is_terminal(sys.stderr):
             self.mode = "lines"
             self.every = max(1, total // 10)
             return
