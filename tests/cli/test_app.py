@@ -80,3 +80,43 @@ def test_ctrl_c_while_the_command_modules_load_is_one_line_and_exit_130() -> Non
         [sys.executable, "-c", INTERRUPT_WHILE_LOADING], capture_output=True, text=True
     )
     assert (out.returncode, out.stderr) == (130, "needlepoint: interrupted\n")
+
+
+def _leaves(parser, path=()):
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+    for action in subs:
+        for name, child in action.choices.items():
+            yield from _leaves(child, (*path, name))
+
+
+def test_every_command_s_help_opens_with_a_description() -> None:
+    leaves = list(_leaves(app.build_parser()))
+    assert len(leaves) > 30
+    for path, parser in leaves:
+        assert parser.description and len(parser.description) > 15, " ".join(path)
+        assert parser.format_help().count(parser.description.split()[0]) >= 1
+
+
+def test_bare_needlepoint_prints_the_help(capsys) -> None:
+    assert app.main([]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: needlepoint") and "COMMAND" in out and err == ""
+
+
+def test_ctrl_c_says_how_to_resume_where_the_command_resumes(monkeypatch, capsys) -> None:
+    def stop(args):
+        raise KeyboardInterrupt
+
+    # the functions are bound when the parser is built, inside main
+    monkeypatch.setattr("needlepoint.cli.run._cmd_run", stop)
+    monkeypatch.setattr("needlepoint.cli.design._cmd_prepare", stop)
+    assert app.main(["run", "DIR", "--run-dir", "r", "--allow", "1"]) == 130
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("needlepoint run: interrupted; ")
+    assert line.endswith("run the same command again to resume")
+    assert app.main(["prepare", "--out", "x"]) == 130
+    assert capsys.readouterr().err == "needlepoint prepare: interrupted\n"

@@ -122,8 +122,11 @@ def test_each_run_equals_its_own_analysis(lab: dict[str, Path], tmp_path: Path) 
 def test_files_are_labelled_stable_and_read_back(lab: dict[str, Path], tmp_path: Path) -> None:
     first = compare_runs([lab["a"], lab["b"]], tmp_path / "one")
     again = compare_runs([lab["a"], lab["b"]], tmp_path / "two")
-    names = ["comparison.json", "comparison.md", *first.document.figures.values()]
-    assert len(names) == 6
+    names = ["comparison.json", "comparison.md", "grid.csv", "grid.md"]
+    names += list(first.document.figures.values())
+    # no failure in either run: no failures figure (an empty panel says nothing)
+    assert sorted(first.document.figures) == ["accuracy", "forest", "grid"]
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == sorted(names)
     for name in names:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     md = (tmp_path / "one" / "comparison.md").read_text(encoding="utf-8")
@@ -136,15 +139,15 @@ def test_files_are_labelled_stable_and_read_back(lab: dict[str, Path], tmp_path:
 
 
 def test_lenient_is_exploratory_and_counted_per_cell(lab: dict[str, Path], tmp_path: Path) -> None:
-    doc = compare_runs([lab["live"]], tmp_path / "cmp").document
-    (run,) = doc.runs
+    doc = compare_runs([lab["live"], lab["a"]], tmp_path / "cmp", allow_simulated=True).document
+    run = doc.runs[0]
     # Every third answer has text around the right code: strictly wrong, leniently right.
     for cell in run.accuracy:
         assert cell.lenient_correct == cell.valid and cell.correct < cell.valid
     present, absent = run.scores
     assert present.lenient_correct == present.valid > present.correct
     assert absent.group == "answer absent (A)"
-    assert not doc.simulation and doc.label is None
+    assert not run.simulation and run.label is None
     # The decision is the strict one: lenient answers never enter it.
     assert run.decision == analyze_run(lab["live"], tmp_path / "alone", figures=False).decision
 
@@ -167,6 +170,7 @@ def test_simulated_beside_live_needs_the_flag_and_is_labelled(
 
 
 REFUSALS = {
+    "one run": (["a"], "compare needs two or more run folders of one design (given 1)"),
     "another design": (["a", "other"], "design fingerprint"),
     "the same run twice": (["a", "a"], "is the same run as"),
     "a pilot": (["a", "pilot"], "is a pilot"),
@@ -198,7 +202,7 @@ def test_bad_folders_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_reading_refuses_other_versions_and_bad_intervals(
     lab: dict[str, Path], tmp_path: Path
 ) -> None:
-    doc = compare_runs([lab["a"]], tmp_path / "cmp", figures=False).document
+    doc = compare_runs([lab["a"], lab["b"]], tmp_path / "cmp", figures=False).document
     value = json.loads(to_json(doc))
     with pytest.raises(NeedlepointError, match="version 1 is not supported"):
         from_json(json.dumps(value | {"version": 1}))
@@ -233,7 +237,7 @@ def test_simulated_variants_share_the_design(tmp_path: Path) -> None:
         simulate_variants(runs[:1], [{"name": "z"}], tmp_path / "prepared")
 
 
-def test_each_run_opens_with_its_own_headline_and_the_positions_plot(
+def test_each_run_opens_with_its_own_headline_and_the_grid_plot(
     lab: dict[str, Path], tmp_path: Path
 ) -> None:
     result = compare_runs([lab["a"], lab["b"]], tmp_path / "h")
@@ -251,7 +255,7 @@ def test_each_run_opens_with_its_own_headline_and_the_positions_plot(
     assert head.count("- Q2, does similarity add to it?") == 2
     lines = result.lines()
     assert sum(line.startswith("  Q1, what shape is the position curve?") for line in lines) == 2
-    assert (tmp_path / "h" / doc.figures["positions"]).read_bytes().startswith(b"\x89PNG")
+    assert (tmp_path / "h" / doc.figures["grid"]).read_bytes().startswith(b"\x89PNG")
 
 
 REFERENCE = Path(__file__).resolve().parents[2] / "evidence" / "20261130-simulated-reference"

@@ -5,7 +5,7 @@ module script refused from ``file://``, no missing figure), nothing may be logge
 every image must decode, nothing may reach past the right edge of a 1280-pixel page, the title
 names the notebook and its folder, and Chinese text is drawn with a font that has its glyphs.
 
-Chromium and a CJK font come from the operating system (README: "Optional: the browser
+Chromium and a CJK font come from the operating system (docs/pipeline.md: "The browser
 check"); where either is missing the whole module is skipped with one line.
 """
 
@@ -22,7 +22,7 @@ CHROMIUM = find_chromium()
 CJK = cjk_families()
 if CHROMIUM is None or not CJK:
     pytest.skip(
-        "browser check skipped: needs chromium and a CJK font (README: the browser check)",
+        "browser check skipped: needs chromium and a CJK font (docs/pipeline.md: the browser check)",
         allow_module_level=True,
     )
 

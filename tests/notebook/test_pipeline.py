@@ -263,3 +263,26 @@ def test_the_default_evidence_root_is_the_ignored_runs_folder() -> None:
     assert args.evidence_root == pipeline.DEFAULT_ROOT == "runs"
     ignored = (NOTEBOOKS.parent / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert "/runs/" in ignored
+
+
+def test_html_drops_progress_bar_redraws_and_keeps_the_rest(tmp_path: Path) -> None:
+    """A bar redraws its line with \\r: a page shows none of it, the run's summary stays."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "needlepoint", "display_name": "needlepoint"}
+    cell = nbformat.v4.new_code_cell("run()")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stderr", text=f"\rrun {i}/3 |██| seq={i}")
+        for i in range(4)
+    ] + [
+        nbformat.v4.new_output("stream", name="stderr", text="\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="stopped: complete\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="warning: kept\rx\nplain kept\n"),
+    ]
+    nb.cells = [nbformat.v4.new_markdown_cell("# T"), cell]
+    path = tmp_path / "03-run.ipynb"
+    nbformat.write(nb, path)
+    before = path.read_bytes()
+    page = pipeline.render_html(path).read_text("utf-8")
+    assert "seq=" not in page and "██" not in page and "warning: kept" not in page
+    assert "stopped: complete" in page and "plain kept" in page
+    assert path.read_bytes() == before  # the evidence notebook itself is untouched

@@ -178,3 +178,25 @@ def test_the_notebook_is_clean_and_calls_only_the_library() -> None:
     for forbidden in ("datetime", "time.", "resolve(", "abspath", "getcwd", "open("):
         assert forbidden not in source
     assert "SIMULATED" in nb.cells[0].source and "held-out" in nb.cells[0].source
+
+
+def test_the_notebook_shows_the_calibration_as_tables_without_markdown_markers() -> None:
+    """08-pilot printed a monospaced wall with literal ** markers: the per-length lines and the
+    case-count search are tables now, the rest of calibration_lines is printed once."""
+    import json
+    from pathlib import Path
+
+    from needlepoint.pilot.report import calibration_lines, notebook_lines, power_frame, read_report
+
+    root = Path(__file__).resolve().parents[2] / "evidence" / "20261130-simulated-reference"
+    rec = read_report(root / "calibration" / "calibration.json")
+    every, shown = calibration_lines(rec), notebook_lines(rec)
+    assert {x.replace("`", "") for x in every} > set(shown)
+    assert not any(line.startswith(("length ", "  -> ", "power at ")) for line in shown)
+    assert not any("**" in line or "`" in line for line in shown)
+    frame = power_frame(rec)
+    assert list(frame["cases"]) == [r.cases for r in rec.power_table]
+    assert frame.iloc[-1, 3] and not frame.iloc[0, 3]  # the last count reaches 80%, the first not
+    nb = json.loads((root.parents[1] / "notebooks" / "08-pilot.ipynb").read_text("utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "calibration_lines" not in code and "markdown_lines(record_lines)" in code

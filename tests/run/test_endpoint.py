@@ -71,6 +71,29 @@ def test_the_frozen_model_of_a_prepared_folder(
     assert code == 2 and "differs from the model frozen in" in err
 
 
+def test_a_model_the_server_does_not_serve_names_the_prepare_command(
+    key: str, reference_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A self-hosted server serves one model: the report says how to freeze the design for it,
+    and the mismatch error of --model says how to freeze it for the model given."""
+    ref = str(reference_dir)
+    with LoopbackServer(models=["my-model"]) as server:
+        code, lines, _ = _check(capsys, server.base_url, ref, model="")
+    assert code == 1
+    assert lines[5] == (
+        f"FAIL  model: {MODEL} is not listed; listed: my-model; to run the listed model: "
+        f"needlepoint prepare --protocol {ref}/protocol.json --model my-model "
+        f"--out {ref}-my-model"
+    )
+    with LoopbackServer(models=["my-model"]) as server:
+        code, _, err = _check(capsys, server.base_url, ref, model="my model")
+    assert code == 2 and err.count("\n") == 1
+    assert err.rstrip().endswith(
+        f"to freeze the design for it: needlepoint prepare --protocol {ref}/protocol.json "
+        f"--model 'my model' --out {ref}-my-model"
+    )
+
+
 def test_a_wrong_port(key: str, capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
         s.bind(("127.0.0.1", 0))

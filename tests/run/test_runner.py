@@ -203,6 +203,8 @@ def test_key_never_written_even_when_echoed(reference_dir, tmp_path, server, cap
         ({"base_url": "ftp://x"}, "not an http"),
         ({"model": None}, "needs --model"),
         ({"model": "other-model"}, "differs from the frozen model"),
+        ({"model": "other-model"}, r"needlepoint prepare --protocol \S+/protocol.json "),
+        ({"model": "other-model"}, r"--model other-model --out \S+-other-model \(in a pip"),
         ({"api_key_env": None}, "needs --api-key-env"),
         ({"api_key_env": "NEEDLEPOINT_UNSET_VARIABLE"}, "is not set"),
         ({"min_gap_s": 1, "override_reason": " "}, "give --override-reason"),
@@ -1049,3 +1051,34 @@ def test_a_stream_without_a_descriptor_falls_back_to_the_real_stderr(
 ) -> None:
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert terminal_stream() is sys.__stderr__
+
+
+def test_redirected_progress_is_plain_lines_with_a_time_to_go_that_counts_the_gaps(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open(tmp_path / "log", "w")  # noqa: SIM115
+    monkeypatch.setattr(sys, "stderr", log)
+    bar = Progress("auto", total=20, initial=0, label="run")
+    assert bar.mode == "lines" and bar.bar is None
+    for seq in range(1, 21):
+        bar.sending(seq, "-")
+        bar.done(seq, "correct", 20)
+    bar.close("complete")
+    log.close()
+    text = (tmp_path / "log").read_text()
+    lines = text.splitlines()
+    assert "\r" not in text and len(lines) == 11  # every tenth of the run, then the end
+    # 18 requests left after the second, each at least its 20 s gap: 6 min or more
+    assert lines[0].startswith("run 2/20: seq 2 correct eta ≥6:0")
+    assert lines[-2] == "run 20/20: seq 20 correct" and lines[-1] == "run 20/20: complete"
+
+
+def test_the_time_to_go_is_a_lower_bound_from_latency_and_gap() -> None:
+    from needlepoint.run.runner import clock_text
+
+    bar = Progress("off", total=128, initial=0, label="run")
+    bar.mode, bar.latencies, bar.n = "auto", [1.0, 3.0], 2
+    assert bar.eta(20) == f" eta ≥{clock_text(126 * 22)}" == " eta ≥46:12"
+    assert clock_text(3725) == "1:02:05" and clock_text(59.6) == "1:00"
+    bar.mode = "deterministic"  # no times in a deterministic display
+    assert bar.eta(20) == ""

@@ -234,3 +234,18 @@ def test_progress_reads_only_complete_journal_lines(tmp_path: Path) -> None:
         fh.write('ome", "classification": {"status": "error", "kind": "absent_code"}}\n')
     tail.poll()
     assert (tail.outcomes, tail.last) == (2, "absent_code")
+
+
+def test_redirected_sweep_progress_is_plain_lines(folder: Path, capsys) -> None:
+    """Not on a terminal (pytest captures stderr), each run says where it is in plain lines,
+    at every tenth of its plan and when it ends: no bar redrawn with \\r."""
+    runs = [sim("a", simulate="perfect"), sim("b", simulate="perfect")]
+    summary = run_sweep(read_sweep(write_sweep(folder, runs)), progress="auto")
+    assert summary.exit_status == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    for name in "ab":
+        mine = [x for x in lines if x.startswith(f"{name} ")]
+        assert 2 <= len(mine) <= 12, mine
+        assert mine[-1].startswith(f"{name} 128/128: last=") and mine[-1].endswith("complete")

@@ -184,6 +184,7 @@ COMMANDS: tuple[Command, ...] = (
         ],
     ),
     Command("registry", (*R, *D), lambda s, _: ["registry", str(s.root)]),
+    Command("registry", R, lambda s, w: ["registry", str(s.root), "--grid", str(w / "grid")]),
     Command(
         "declare",
         ("run", *D),

@@ -102,11 +102,13 @@ def add_note(fig: Any, text: str) -> None:
 
 
 CONDITION_LABELS = {"B": "B (beginning)", "M": "M (middle)", "E": "E (end)", "A": "A (absent)"}
+# Green for a right answer only: a wrong answer is red (it was drawn light green, a "good"
+# colour); failures and indeterminate outcomes, which are not answers at all, are purple.
 STATUS_COLOURS = {
     "correct": "#1a9850",
-    "error": "#a6d96a",
-    "protocol_failure": "#d73027",
-    "indeterminate": "#fdae61",
+    "error": "#d73027",
+    "protocol_failure": "#5e3c99",
+    "indeterminate": "#b2abd2",
     "unexecuted": "#bdbdbd",
 }
 STATUS_LABELS = {
@@ -228,7 +230,7 @@ def forest_plot(primary: Primary, path: str | Path, simulation: bool = False) ->
             label = f"overall {primary.estimate:.3f}\n[{interval.lower:.3f}, "
             label += f"{interval.upper:.3f}]"
         else:
-            label = "overall: not evaluable"
+            label = "overall:\nnot evaluable"  # two lines: one was cut at the left edge
         ax.axvline(0, color="grey", lw=1)
         threshold_line(ax, primary.threshold)
         ax.set_yticks(range(rows), [c.case for c in cases] + [label])
@@ -424,29 +426,4 @@ def position_lines(rows: Sequence[Effect], path: str | Path, simulation: bool = 
     ]  # fmt: skip
     with stable_figure((8.0, 4.4), (0.9, 2.4, 0.5, 0.6), TITLE, simulation, path) as fig:
         _draw(fig.subplots(), series)
-    return Path(path)
-
-
-def compare_position_lines(
-    runs: Sequence[tuple[str, Sequence[Effect]]],
-    path: str | Path,
-    simulation: bool = False,
-    banner: str = SIMULATION_BANNER,
-) -> Path:
-    """Several runs: one colour per run (model), line style per similarity, marker per length."""
-    from matplotlib import colormaps
-
-    palette = colormaps["tab10"]
-    series = []
-    for i, (name, rows) in enumerate(runs):
-        lines = _lines(rows)
-        lengths = sorted({n for n, _, _ in lines})
-        for n, sim, points in lines:
-            marker = MARKERS[lengths.index(n) % len(MARKERS)]
-            label = f"{name}: {n} records, {sim}"
-            series.append((label, palette(i % 10), SIM_STYLES.get(sim, "-"), marker, points))
-    height = 4.4 + 0.12 * max(len(series) - 8, 0)
-    title = f"{TITLE}, each run alone"
-    with stable_figure((9.5, height), (0.9, 3.6, 0.5, 0.6), title, simulation, path, banner) as f:
-        _draw(f.subplots(), series)
     return Path(path)

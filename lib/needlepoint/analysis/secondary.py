@@ -34,6 +34,27 @@ CATEGORIES = ("valid", "protocol_failure", "indeterminate", "unexecuted")
 WRONG_CODE_KINDS = tuple(k for k in ERROR_KINDS if k.endswith("_code"))
 
 
+# Exact binomial intervals (pilot tables, the comparison grid) are at this level.
+CONFIDENCE = 0.95
+
+
+def clopper_pearson(
+    successes: int, trials: int, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """The exact (Clopper–Pearson) interval for ``successes`` out of ``trials``; None for 0."""
+    from scipy.stats import beta
+
+    if trials == 0:
+        return None
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes {successes} outside 0..{trials}")
+    tail = (1 - confidence) / 2
+    x, n = successes, trials
+    lower = 0.0 if x == 0 else float(beta.ppf(tail, x, n - x + 1))
+    upper = 1.0 if x == n else float(beta.ppf(1 - tail, x + 1, n - x))
+    return lower, upper
+
+
 def rate_of(rows: Sequence[Outcome]) -> dict[str, Any]:
     """Correct over protocol-valid, with the excluded responses counted beside it (as fields)."""
     valid = [o for o in rows if o.valid]

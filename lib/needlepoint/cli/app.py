@@ -147,7 +147,36 @@ def build_parser() -> argparse.ArgumentParser:
     for provider in PROVIDERS:
         provider.register(sub)
     _mark_leaves(parser)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Every `needlepoint COMMAND --help` opens with what the command does: a sub-command
+    registered with only a one-line ``help`` gets it as its description too."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {c.dest: c.help for c in action._choices_actions}
+        for name, child in action.choices.items():
+            text = helps.get(name)
+            if not child.description and text:
+                child.description = text[:1].upper() + text[1:] + "."
+            _describe(child)
+
+
+# Commands that continue where they stopped when run again: Ctrl-C says so.
+RESUMABLE = frozenset({"run", "pilot", "local-pilot", "local-run"})
+
+
+def interrupted_line(command: str) -> str:
+    """The one line Ctrl-C leaves: for a command that resumes, how to go on."""
+    if command in RESUMABLE:
+        return (
+            f"needlepoint {command}: interrupted; the request in flight is journalled as "
+            "indeterminate and never sent again; run the same command again to resume"
+        )
+    return f"needlepoint {command}: interrupted"
 
 
 def _mark_leaves(parser: argparse.ArgumentParser) -> None:
@@ -191,7 +220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # journals the request in flight); see needlepoint/__init__.py.
         if signal.getsignal(signal.SIGINT) is needlepoint._quiet_interrupt:
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        args, unknown = parser.parse_known_args(argv)
+        given = sys.argv[1:] if argv is None else list(argv)
+        if not given:  # bare `needlepoint`: what it can do, not a usage error
+            parser.print_help()
+            return 0
+        args, unknown = parser.parse_known_args(given)
     except KeyboardInterrupt:  # Ctrl-C before the command started: one line, not a traceback
         print("needlepoint: interrupted", file=sys.stderr)
         return 130
@@ -219,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"needlepoint {args.command}: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"needlepoint {args.command}: interrupted", file=sys.stderr)
+        print(interrupted_line(args.command), file=sys.stderr)
         return 130
     except Exception as exc:
         # Last resort: one line instead of a traceback, with its own exit status.

@@ -38,7 +38,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for line in [*result.lines(), *record, *search_note(root, record)]:
         say(line)
     figures = len(result.document.figures)
-    say(f"wrote comparison.json, comparison.md and {figures} figures to the --out folder")
+    say(
+        f"wrote comparison.json, comparison.md, the results grid (grid.md, grid.csv) and "
+        f"{figures} figures to the --out folder"
+    )
     return 0
 
 
@@ -48,7 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="runs of one design side by side, each analysed alone (never pooled)",
         description="Analyse each run exactly as `analyze` does and set them side by side: "
-        "comparison.json, comparison.md and figures. Runs must share one design fingerprint.",
+        "comparison.json, comparison.md, the results grid (grid.csv, grid.md, grid.png: every "
+        "run by length, similarity and position) and figures. Two or more runs, sharing one "
+        "design fingerprint.",
     )
     c.add_argument("run_dirs", metavar="RUNDIR", nargs="+", help="run folders of one design")
     c.add_argument("--out", metavar="DIR", required=True, help="the comparison folder")

@@ -118,13 +118,16 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
             "--tokens needs the prepared folder DIR whose longest request to count"
         )
     if args.prepared is not None:
+        from needlepoint.design.freeze import prepare_command
         from needlepoint.design.prepared import frozen_model, load_prepared
 
         prepared = load_prepared(args.prepared)
         frozen = frozen_model(prepared)
         if model is not None and model != frozen:
             raise NeedlepointError(
-                f"--model {model!r} differs from the model frozen in {args.prepared} ({frozen!r})"
+                f"--model {model!r} differs from the model frozen in {args.prepared} "
+                f"({frozen!r}); to freeze the design for it: "
+                f"{prepare_command(args.prepared, model)}"
             )
         model = frozen
     if model is None:
@@ -138,6 +141,7 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
         no_key=args.no_key,
         self_hosted=args.self_hosted,
         tokens=prepared if args.tokens else None,
+        prepared=args.prepared,
     )
     for line in report.lines():
         print(line)

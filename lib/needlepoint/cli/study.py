@@ -42,6 +42,11 @@ def _cmd_registry(args: argparse.Namespace) -> int:
     reg = collect(args.root, history=args.history)
     for line in registry_lines(reg):
         say(line)
+    if args.grid is not None:
+        from needlepoint.study.grid import write_registry_grids
+
+        for line in write_registry_grids(reg, args.grid):
+            say(line)
     bad = [r for r in reg.runs if r.problem or not r.audit.startswith("ok")]
     return 1 if bad else 0
 
@@ -85,12 +90,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and declaration under ROOT, grouped by design fingerprint and model variant; each run "
         "with its decision (re-derived from its journal), completeness, audit and declaration; "
         "runs of the same request bytes compared request by request. Exit 1 when a run is "
-        "unreadable or fails audit-run.",
+        "unreadable or fails audit-run. Writes nothing, except the grid with --grid.",
     )
     r.add_argument("root", metavar="ROOT", nargs="?", default="evidence", help="default: evidence")
     r.add_argument(
         "--history",
         action="store_true",
         help="also list run folders that git history holds and the tree no longer does",
+    )
+    r.add_argument(
+        "--grid",
+        metavar="OUT",
+        help="also write the results grid (grid.csv, grid.md, grid.png) of each design's live "
+        "main runs into OUT/<protocol>-<design>/",
     )
     r.set_defaults(func=_cmd_registry)

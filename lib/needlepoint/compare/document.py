@@ -1,6 +1,7 @@
 """`needlepoint compare`: runs of one design side by side, each analysed alone, never pooled.
 
-Writes comparison.json, comparison.md and four figures into one folder. Like the analysis, the
+Writes comparison.json, comparison.md, the results grid (grid.csv, grid.md) and the figures
+into one folder. Like the analysis, the
 output depends only on the runs: no dates, durations or absolute paths (runs are named by model
 or by the user's labels; their folders are recorded relative to the comparison folder), so
 comparing the same runs again gives the same bytes.
@@ -30,6 +31,7 @@ from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.analysis.record import AnalysisDocument
 from needlepoint.analysis.report import headline_lines, record_lines
 from needlepoint.analysis.secondary import rate_of
+from needlepoint.compare.grid import GRID_FIGURE, write_grid
 from needlepoint.compare.record import (
     COMPARISON_FORMAT,
     COMPARISON_VERSION,
@@ -90,8 +92,12 @@ def load_run(run_dir: str | Path) -> LoadedRun:
 
 def check_comparable(runs: Sequence[LoadedRun], allow_simulated: bool) -> None:
     """Refuse another design, a repeated run, or simulated beside live runs (unless allowed)."""
-    if not runs:
-        raise NeedlepointError("compare needs at least one run folder")
+    if len(runs) < 2:
+        given = f"{runs[0].run_dir}: " if runs else ""
+        raise NeedlepointError(
+            f"{given}compare needs two or more run folders of one design (given {len(runs)}); "
+            "one run alone is analysed with `needlepoint analyze RUNDIR --out DIR`"
+        )
     first = runs[0]
     for run in runs[1:]:
         if run.design_fingerprint != first.design_fingerprint:
@@ -135,7 +141,7 @@ FIGURES = {
     "forest": "comparison_forest.png",
     "accuracy": "comparison_accuracy.png",
     "failures": "comparison_failures.png",
-    "positions": "comparison_positions.png",
+    "grid": GRID_FIGURE,
 }
 SCORE_GROUPS = {"answer present (B, M, E)": ("B", "M", "E"), "answer absent (A)": ("A",)}
 
@@ -259,8 +265,15 @@ def build_comparison(
         threshold=first.parameters.threshold,
         confidence=first.parameters.confidence,
         runs=tuple(map(compared_run, runs, [out] * len(runs), run_names(runs, labels))),
-        figures=dict(FIGURES) if figures else {},
+        figures=figure_names(runs) if figures else {},
     )
+
+
+def figure_names(runs: Sequence[LoadedRun]) -> dict[str, str]:
+    """The figures a comparison draws: the failures panel only when some run has a protocol
+    failure or an unexecuted request (an empty panel says nothing a table does not)."""
+    failed = any(f.count for r in runs for f in r.document.secondary.protocol_failures)
+    return {k: v for k, v in FIGURES.items() if k != "failures" or failed}
 
 
 # --- the comparison folder -----------------------------------------------------------------------
@@ -332,20 +345,14 @@ class Comparison:
 
 
 def write_figures(doc: ComparisonDocument, out: Path) -> None:
-    """Draw the four comparison figures into ``out``."""
-    from needlepoint.analysis.figures import compare_position_lines
+    """Draw the comparison's figures (``doc.figures``) into ``out``; the grid's is drawn with
+    the grid."""
     from needlepoint.compare import report
 
     report.forest(doc, out / FIGURES["forest"])
     report.accuracy_panels(doc, out / FIGURES["accuracy"])
-    report.failures(doc, out / FIGURES["failures"])
-    models = [r.model for r in doc.runs]
-    compare_position_lines(
-        [(r.model if models.count(r.model) == 1 else run_name(r), r.positions) for r in doc.runs],
-        out / FIGURES["positions"],
-        doc.simulation,
-        doc.label or SIMULATION_BANNER,
-    )
+    if "failures" in doc.figures:
+        report.failures(doc, out / FIGURES["failures"])
 
 
 def compare_runs(
@@ -376,6 +383,7 @@ def compare_runs(
     with replaced_folder(out, is_output_file) as fresh:  # all files together, or none
         if figures:
             write_figures(doc, fresh)
+        write_grid(doc, fresh, figure=figures)
         write_bytes_atomic(fresh / "comparison.json", to_json(doc))
         write_bytes_atomic(fresh / "comparison.md", text.encode("utf-8"))
     return Comparison(doc, out)

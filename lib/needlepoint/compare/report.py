@@ -159,6 +159,9 @@ def comparison_markdown(doc: ComparisonDocument, record: Sequence[str] = ()) -> 
         "Each run is analysed alone by the preregistered analysis, exactly as `needlepoint "
         "analyze` would; nothing is pooled.",
         "",
+        "Every run's accuracy by length × similarity × position in one table: [grid.md](grid.md) "
+        "(and grid.csv, grid.png).",
+        "",
         "## Each run: what was run, then Q1 and Q2",
         "",
         *[

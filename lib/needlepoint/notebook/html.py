@@ -119,6 +119,33 @@ def rebase_images(page: str, nb: Any, folder: Path) -> str:
     return _IMG.sub(fix, page)
 
 
+def without_redraws(nb: Any) -> Any:
+    """The notebook as a reader should see it: no progress-bar redraws.
+
+    A progress bar redraws its line with ``\r``; a terminal (and Jupyter) shows only the last
+    state, but nbconvert renders each stream output as its own block, so one run's bar became
+    129 lines of the page. Every stream line that holds a ``\r`` is a redraw and is dropped
+    (the run's own summary follows it in plain lines), and a stream output left with nothing
+    but white space goes with it. The notebook file itself is not changed.
+    """
+    for cell in nb.cells:
+        outputs = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                text = out.get("text", "")
+                text = text if isinstance(text, str) else "".join(text)
+                if "\r" in text:
+                    kept = [line for line in text.split("\n") if "\r" not in line]
+                    text = "\n".join(kept)
+                    if not text.strip():
+                        continue
+                    out = type(out)({**out, "text": text})  # a NotebookNode again
+            outputs.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = outputs
+    return nb
+
+
 def render_html(notebook: Path) -> Path:
     """An HTML rendering beside the executed notebook, for readers without Jupyter.
 
@@ -131,7 +158,7 @@ def render_html(notebook: Path) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
-    nb = nbformat.read(notebook, as_version=4)
+    nb = without_redraws(nbformat.read(notebook, as_version=4))
     exporter = HTMLExporter(
         template_name="lab",
         template_file=TEMPLATE_NAME,

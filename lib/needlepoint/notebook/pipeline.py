@@ -19,6 +19,7 @@ from typing import Any
 from needlepoint.errors import NeedlepointError
 from needlepoint.notebook.html import render_html
 from needlepoint.notebook.kernel import KERNEL, ensure_kernel, kernel_config, quiet_manager_class
+from needlepoint.notebook.route import live_skip
 
 NOTEBOOKS = (
     "01-design",
@@ -203,6 +204,10 @@ def run_pipeline(
         if before and src.stem in before:
             before[src.stem](out)
         step = f"[{i}/{len(routed)}] {src.stem}"
+        why = live_skip(src.stem, overrides or {}, declared_parameters(src))
+        if why is not None:
+            print(f"{step} {why}")
+            continue
         print(step, end="", flush=True)
         seconds = execute_notebook(src, target, params, out)
         if timings is not None:

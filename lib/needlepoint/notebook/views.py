@@ -428,3 +428,23 @@ def findings_frame(report: ContaminationReport) -> pd.DataFrame:
     """Why the gate fails, one row per finding."""
     rows = [{"check": f.check, "kind": f.kind, "message": f.message} for f in report.gate.findings]
     return _frame(rows, ["check", "kind", "message"])
+
+
+def markdown_lines(lines: list[str]) -> Any:
+    """Report lines written as Markdown (a declaration chain, say), rendered rather than
+    printed: printed, their ``**`` and backticks would show as literal characters."""
+    from IPython.display import Markdown
+
+    return Markdown("\n".join(lines).rstrip("\n") + "\n")
+
+
+def show_table(frame: Any) -> None:
+    """Display a DataFrame whole: no cell cut to pandas' 50 characters (the audit's rules are
+    sentences), no column or row left out."""
+    import pandas as pd
+    from IPython.display import display
+
+    with pd.option_context(
+        "display.max_colwidth", None, "display.max_columns", None, "display.width", 250
+    ):
+        display(frame)

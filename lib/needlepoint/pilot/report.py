@@ -116,7 +116,43 @@ def table(rec: cr.CalibrationRecord) -> Any:
 
 def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
     """The calibration as printed lines: table, power model, search and recommendation."""
-    lines = _head(rec)
+    return [
+        *_head(rec),
+        *_length_lines(rec),
+        *_model_lines(rec),
+        *_search_lines(rec),
+        *_recommendation_lines(rec),
+    ]
+
+
+def notebook_lines(rec: cr.CalibrationRecord) -> list[str]:
+    """What the notebook prints: the lines of ``calibration_lines`` that no table shows (the
+    per-length table is ``table``, the case-count search ``power_frame``)."""
+    lines = [*_head(rec), *_model_lines(rec), *_recommendation_lines(rec)]
+    # printed, not rendered: a path in backticks (a rejected seed's overlap) shows them bare
+    return [line.replace("`", "") for line in lines]
+
+
+def power_frame(rec: cr.CalibrationRecord) -> Any:
+    """The case-count search as a table: cases, power at the chosen effect, its Monte Carlo
+    standard error, and whether it reaches the target power."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                "cases": r.cases,
+                f"power at {rec.rules.effect:g}": round(r.power, 3),
+                "± (s.e.)": round(r.power_se, 3),
+                f"reaches {rec.rules.target_power:.0%}": r.power >= rec.rules.target_power,
+            }
+            for r in rec.power_table
+        ]
+    )
+
+
+def _length_lines(rec: cr.CalibrationRecord) -> list[str]:
+    lines = []
     for c, v in zip(rec.lengths, rec.verdicts, strict=True):
         lines.append(
             f"length {c.length}: end {c.end.text()} (low {c.end_low.text()}, high "
@@ -131,42 +167,48 @@ def calibration_lines(rec: cr.CalibrationRecord) -> list[str]:
             + (f", {c.unexecuted} unexecuted" if c.unexecuted else "")
         )
         lines.append(f"  -> {'QUALIFIES' if v.qualifies else 'excluded'}: {v.reason}")
-    m = rec.power_model
-    if m is not None:
-        high_m = "—" if m.high_m is None else f"{m.high_m:.3f}"
-        lines.append(
-            f"power model (pilot, lengths {', '.join(map(str, rec.chosen_lengths))}): low "
-            f"similarity B {m.acc_b:.3f}, M {m.acc_m:.3f}, E {m.acc_e:.3f}, A {m.acc_a:.3f}; "
-            f"high similarity B {m.high('B'):.3f}, E {m.high('E'):.3f}, A {m.high('A'):.3f} "
-            f"(M {high_m}: shown, the effect sets it); failure rate {m.failure_rate:.3f}, run "
-            f"stops after {m.stop_after} consecutive failures"
-        )
-        lines.append(
-            f"largest added middle loss these rates allow: {m.largest_effect:.3f} (the pilot's "
-            f"own: {'—' if m.own_effect is None else f'{m.own_effect:.3f}'})"
-        )
-    if rec.power_table:
-        shown = ", ".join(f"{r.cases}: {r.power:.3f} ± {r.power_se:.3f}" for r in rec.power_table)
-        lines.append(
-            f"power at {rec.rules.effect:g} by case count ({rec.rules.simulations} simulated "
-            f"runs each, seed {rec.rules.seed}): {shown}"
-        )
-    if rec.verdict == cr.RECOMMENDED and rec.materials_seed is not None:
-        s = rec.materials_seed
-        origin = "the design's own" if s.attempt == 0 else f"derived, attempt {s.attempt}"
-        lines.append(
-            f"recommended: v{rec.protocol_version} with lengths "
-            f"{', '.join(map(str, rec.chosen_lengths))} and {rec.recommended_cases} cases "
-            f"({rec.reason}); at the threshold itself power is {rec.power_at_threshold:.3f}"
-        )
-        also = " and from every design on record" if s.rule.endswith(RECORD_RULE) else ""
-        lines.append(
-            f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials{also})"
-        )
-        lines += [f"  seed attempt {r.attempt} rejected: {r.overlap}" for r in s.rejected]
-    else:
-        lines.append(f"NO PROTOCOL WRITTEN: {rec.verdict}: {rec.reason}")
     return lines
+
+
+def _model_lines(rec: cr.CalibrationRecord) -> list[str]:
+    m = rec.power_model
+    if m is None:
+        return []
+    high_m = "—" if m.high_m is None else f"{m.high_m:.3f}"
+    return [
+        f"power model (pilot, lengths {', '.join(map(str, rec.chosen_lengths))}): low "
+        f"similarity B {m.acc_b:.3f}, M {m.acc_m:.3f}, E {m.acc_e:.3f}, A {m.acc_a:.3f}; "
+        f"high similarity B {m.high('B'):.3f}, E {m.high('E'):.3f}, A {m.high('A'):.3f} "
+        f"(M {high_m}: shown, the effect sets it); failure rate {m.failure_rate:.3f}, run "
+        f"stops after {m.stop_after} consecutive failures",
+        f"largest added middle loss these rates allow: {m.largest_effect:.3f} (the pilot's "
+        f"own: {'—' if m.own_effect is None else f'{m.own_effect:.3f}'})",
+    ]
+
+
+def _search_lines(rec: cr.CalibrationRecord) -> list[str]:
+    if not rec.power_table:
+        return []
+    shown = ", ".join(f"{r.cases}: {r.power:.3f} ± {r.power_se:.3f}" for r in rec.power_table)
+    return [
+        f"power at {rec.rules.effect:g} by case count ({rec.rules.simulations} simulated "
+        f"runs each, seed {rec.rules.seed}): {shown}"
+    ]
+
+
+def _recommendation_lines(rec: cr.CalibrationRecord) -> list[str]:
+    if rec.verdict != cr.RECOMMENDED or rec.materials_seed is None:
+        return [f"NO PROTOCOL WRITTEN: {rec.verdict}: {rec.reason}"]
+    s = rec.materials_seed
+    origin = "the design's own" if s.attempt == 0 else f"derived, attempt {s.attempt}"
+    also = " and from every design on record" if s.rule.endswith(RECORD_RULE) else ""
+    return [
+        f"recommended: v{rec.protocol_version} with lengths "
+        f"{', '.join(map(str, rec.chosen_lengths))} and {rec.recommended_cases} cases "
+        f"({rec.reason}); at the threshold itself power is {rec.power_at_threshold:.3f}",
+        f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials{also})",
+        *[f"  seed attempt {r.attempt} rejected: {r.overlap}" for r in s.rejected],
+    ]
 
 
 _SERIES = (

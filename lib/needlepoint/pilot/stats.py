@@ -14,24 +14,8 @@ from dataclasses import dataclass
 
 from needlepoint.analysis.inputs import Outcome
 
-CONFIDENCE = 0.95
-
-
-def clopper_pearson(
-    successes: int, trials: int, confidence: float = CONFIDENCE
-) -> tuple[float, float] | None:
-    """The exact (Clopper–Pearson) interval for ``successes`` out of ``trials``; None for 0."""
-    from scipy.stats import beta
-
-    if trials == 0:
-        return None
-    if not 0 <= successes <= trials:
-        raise ValueError(f"successes {successes} outside 0..{trials}")
-    tail = (1 - confidence) / 2
-    x, n = successes, trials
-    lower = 0.0 if x == 0 else float(beta.ppf(tail, x, n - x + 1))
-    upper = 1.0 if x == n else float(beta.ppf(1 - tail, x + 1, n - x))
-    return lower, upper
+# The exact interval lives with the accuracy tables (compare's grid uses it too): one copy.
+from needlepoint.analysis.secondary import clopper_pearson
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,7 @@ def check_endpoint(
     no_key: bool = False,
     self_hosted: str | None = None,
     tokens: Any = None,
+    prepared: str | None = None,
 ) -> EndpointReport:
     """Check ``base_url`` for a run of ``model`` with the key in ``api_key_env`` (or none:
     ``no_key``, a server you own); ``tokens``, a prepared folder: count its longest request's
@@ -180,10 +181,22 @@ def check_endpoint(
     else:
         shown = ", ".join(scrub(i)[:60] for i in ids[:SHOWN_MODELS]) or "none"
         more = f" and {len(ids) - SHOWN_MODELS} more" if len(ids) > SHOWN_MODELS else ""
-        checks.append(Check("model", False, f"{model} is not listed; listed: {shown}{more}"))
+        fix = _prepare_hint(prepared, [scrub(i) for i in ids])
+        checks.append(Check("model", False, f"{model} is not listed; listed: {shown}{more}{fix}"))
     if tokens is not None and all(c.ok for c in checks):
         from needlepoint.run.tokenize import token_check
 
         fits, said = token_check(base_url, key or None, tokens, model, timeout_s, exchange.body)
         checks.append(Check("tokens", fits, said))
     return EndpointReport(base_url, tuple(checks))
+
+
+def _prepare_hint(prepared: str | None, ids: list[str]) -> str:
+    """The prepare command that freezes the design for a listed model (the only one listed,
+    else the first), when the check was given the prepared folder; nothing otherwise."""
+    from needlepoint.design.freeze import prepare_command
+
+    if prepared is None or not ids or len(ids[0]) > 200 or not ids[0].isprintable():
+        return ""
+    which = "" if len(ids) == 1 else " (or another listed model)"
+    return f"; to run the listed model{which}: {prepare_command(prepared, ids[0])}"

@@ -19,11 +19,13 @@ import ipaddress
 import math
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
+from needlepoint.design.freeze import prepare_command
 from needlepoint.design.prepared import frozen_model
 from needlepoint.errors import NeedlepointError, looks_like_secret
 from needlepoint.run.records import Limits
@@ -422,8 +424,9 @@ def check_settings(prepared_dir: str | Path, options: RunOptions) -> Settings:
     frozen = frozen_model(prepared)
     if o.model is not None and o.model != frozen:
         raise NeedlepointError(
-            f"--model {o.model!r} differs from the frozen model {frozen!r}; "
-            "a run for another model needs its own prepared folder"
+            f"--model {o.model!r} differs from the frozen model {frozen!r}; a run for another "
+            f"model needs its own prepared folder: {prepare_command(prepared_dir, o.model)} "
+            f"(in a pipeline, -p model {shlex.quote(o.model)} freezes it in 02-freeze)"
         )
     runner = prepared.protocol["runner"]
     protocol_gap = float(runner["min_gap_s"])

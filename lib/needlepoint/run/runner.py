@@ -9,7 +9,8 @@ sent again. The allowance, the money spent and the last completion time are read
 journal, so a resume never grants fresh budget; every setting that differs from run.json is said
 before anything is sent, and a recorded gap override is carried unless the gap flags are given.
 
-Progress: ``auto`` is a live tqdm bar on stderr; ``terminal`` the same bar on the terminal that
+Progress: ``auto`` is a live tqdm bar on stderr (plain lines when stderr is not a terminal);
+``terminal`` the same bar on the terminal that
 started the process, past a notebook kernel's capture (so it never lands in the executed
 notebook); ``deterministic`` one refresh per request and no times or rates; ``off`` nothing.
 """
@@ -67,18 +68,53 @@ def terminal_stream() -> IO[str]:
     return open(os.dup(fd), "w", encoding="utf-8", errors="replace", buffering=1)
 
 
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream is not one)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def clock_text(seconds: float) -> str:
+    """``1:02:03`` or ``4:05``: a duration as a reader of a progress line expects it."""
+    whole = max(round(seconds), 0)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class Progress:
+    """What a run shows while it works (see the module's docstring for the modes).
+
+    ``auto`` draws a bar only on a terminal: redirected to a file, a bar redrawn in place is
+    thousands of ``\r`` updates, so it prints a plain line every tenth of the run instead
+    (mode ``lines``). Live modes show the time still to go as a lower bound that counts the
+    waits: each request left takes its mean latency so far plus the gap after it (tqdm's own
+    estimate, from the recent rate alone, once said 24:51 where the gaps alone took 42 min).
+    """
+
     def __init__(self, mode: str, total: int, initial: int, label: str) -> None:
         if mode not in PROGRESS_MODES:
             raise ValueError(f"progress must be one of {PROGRESS_MODES}")
         self.mode = mode
         self.bar: Any = None
         self.stream: IO[str] | None = None
+        self.total, self.n, self.label = total, initial, label
+        self.latencies: list[float] = []
+        self.sent_at: float | None = None
         if mode == "off":
+            return
+        if mode == "auto" and not is_terminal(sys.stderr):
+            self.mode = "lines"
+            self.every = max(1, total // 10)
             return
         from tqdm import tqdm
 
         options: dict[str, Any] = {"file": sys.stderr, "unit": "req", "leave": True}
+        if mode in LIVE_MODES:
+            # tqdm's remaining time is left out: ours counts the gaps (``eta``)
+            options["bar_format"] = "{desc} {n_fmt}/{total_fmt} |{bar:24}| {elapsed}{postfix}"
         if mode == "terminal":
             self.stream = terminal_stream()
             # A bar redrawn in place reads well on a terminal; in a log it is one endless line.
@@ -103,16 +139,41 @@ class Progress:
             self.bar.set_postfix_str(f"seq={seq} last={last} wait={wait_s:.0f}s")
 
     def sending(self, seq: int, last: str) -> None:
+        self.sent_at = time.monotonic()
         if self.bar is not None and self.mode in LIVE_MODES:
             self.bar.set_postfix_str(f"seq={seq} last={last} sending")
 
+    def eta(self, next_wait_s: float) -> str:
+        """`` eta ≥M:SS``: requests left × (mean latency so far + the gap), or nothing yet."""
+        left = self.total - self.n
+        if self.mode not in (*LIVE_MODES, "lines") or not self.latencies or left <= 0:
+            return ""
+        mean = sum(self.latencies) / len(self.latencies)
+        return f" eta ≥{clock_text(left * (mean + next_wait_s))}"
+
     def done(self, seq: int, outcome: str, next_wait_s: float) -> None:
+        if self.sent_at is not None:
+            self.latencies.append(time.monotonic() - self.sent_at)
+            self.sent_at = None
+        self.n += 1
+        if self.mode == "lines":
+            if self.n % self.every == 0 or self.n == self.total:
+                eta = self.eta(next_wait_s)
+                line = f"{self.label} {self.n}/{self.total}: seq {seq} {outcome}{eta}"
+                print(line, file=sys.stderr, flush=True)
+            return
         if self.bar is None:
             return
-        self.bar.set_postfix_str(f"seq={seq} last={outcome} wait={next_wait_s:g}s", refresh=False)
+        eta = self.eta(next_wait_s)
+        self.bar.set_postfix_str(
+            f"seq={seq} last={outcome} wait={next_wait_s:g}s{eta}", refresh=False
+        )
         self.bar.update(1)
 
     def close(self, message: str) -> None:
+        if self.mode == "lines" and message:
+            print(f"{self.label} {self.n}/{self.total}: {message}", file=sys.stderr, flush=True)
+            self.mode = "off"
         if self.bar is not None:
             self.bar.set_postfix_str(message, refresh=False)
             self.bar.close()

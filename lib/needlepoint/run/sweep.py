@@ -39,7 +39,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json
 from needlepoint.run.journal import JOURNAL_NAME
 from needlepoint.run.options import PROGRESS_MODES, RunOptions, check_settings
-from needlepoint.run.runner import run_protocol
+from needlepoint.run.runner import is_terminal, run_protocol
 from needlepoint.schema import fail, from_plain, record_from_plain
 
 SWEEP_FORMAT = "needlepoint-sweep"
@@ -209,10 +209,16 @@ class SweepProgress:
         self.width = max(len(n) for n in names)
 
     def start(self, planned: list[int], simulation: list[bool]) -> None:
-        """Open one bar per run, starting at what each journal already holds."""
+        """Open one bar per run, starting at what each journal already holds; not on a
+        terminal, plain lines instead (bars redrawn in place fill a log with ``\r`` updates)."""
         for tail in self.tails:
             tail.poll()
         if self.mode == "off":
+            return
+        if self.mode == "auto" and not is_terminal(sys.stderr):
+            self.mode = "lines"
+            self.planned = planned
+            self.said: list[tuple[int, str]] = [(-1, "")] * len(self.names)
             return
         from tqdm import tqdm
 
@@ -236,6 +242,8 @@ class SweepProgress:
         """Poll every journal and redraw; ``ended`` maps a run's index to how it ended."""
         for i, tail in enumerate(self.tails):
             tail.poll()
+            if self.mode == "lines":
+                self._line(i, tail, ended.get(i))
             if not self.bars:
                 continue
             bar = self.bars[i]
@@ -246,8 +254,24 @@ class SweepProgress:
                 bar.set_postfix_str(now[1], refresh=False)
                 bar.refresh()
 
+    def _line(self, i: int, tail: JournalTail, end: str | None) -> None:
+        """A plain line for run ``i`` at every tenth of its plan, and when it ends."""
+        total = self.planned[i]
+        done = min(tail.outcomes, total)
+        step = done * 10 // max(total, 1)
+        key = (step, end or "")
+        if key == self.said[i]:
+            return
+        self.said[i] = key
+        state = end or "running"
+        print(f"{self.names[i]:<{self.width}} {done}/{total}: last={tail.last} {state}",
+              file=sys.stderr, flush=True)  # fmt: skip
+
     def close(self, ended: dict[int, str]) -> None:
         """Draw the final state of every line and leave it on screen."""
+        if self.mode == "lines":
+            self.refresh(ended)
+            return
         if not self.bars:
             return
         self.refresh(ended)
