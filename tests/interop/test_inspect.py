@@ -140,7 +140,7 @@ def test_inspect_round_trip_matches_a_native_run(
     )
     assert "- not verifiable: the exact request bytes on the wire" in summary_md
     native_decision = build_document(from_run(native)).primary.decision
-    assert f"**Decision: {native_decision}**" in summary_md
+    assert f": {native_decision.upper()}. " in summary_md
     code, out, err = run_cli(
         ["compare", str(native), str(imported), "--out", str(tmp_path / "cmp"), "--no-figures"]
     )

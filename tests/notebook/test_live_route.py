@@ -49,11 +49,12 @@ def test_a_live_pipeline_runs_your_model_through_every_notebook(
     for name in ("01-design", "02-freeze", "03-run", "04-analysis", "05-power"):
         assert f"] {name} ok (" in out, out
         assert (folder / f"{name}.html").is_file()
-    for name in ("07-compare", "08-pilot"):
+    for name in ("07-compare", "08-pilot", "09-depth"):
         line = next(x for x in out.splitlines() if f"] {name} " in x)
         assert "skipped: " in line and "needlepoint " in line, line
         assert not (folder / f"{name}.ipynb").exists()
     assert not (folder / "compare").exists() and not (folder / "pilot").exists()
+    assert not (folder / "depth").exists()
     bodies = (folder / "prepared" / "requests.jsonl").read_text().splitlines()
     assert {json.loads(b)["body"]["model"] for b in bodies} == {MODEL}
     analysis = json.loads((folder / "analysis" / "analysis.json").read_text())
@@ -69,6 +70,8 @@ def test_only_a_live_pipeline_skips_and_live_inputs_run() -> None:
     assert live_skip("08-pilot", {"transport": "live"}, {"simulate_pilot": "True"})
     assert live_skip("08-pilot", {"transport": "live", "simulate_pilot": False}, {}) is None
     assert live_skip("04-analysis", {"transport": "live"}, {}) is None
+    assert live_skip("09-depth", {"transport": "live"}, {}).startswith("skipped: 09-depth runs")
+    assert live_skip("09-depth", {}, {}) is None
 
 
 def test_02_freeze_reuses_an_identical_folder_and_names_what_to_delete(tmp_path: Path) -> None:

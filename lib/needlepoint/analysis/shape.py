@@ -248,3 +248,12 @@ def disagreements(rows: Sequence[ShapeRow]) -> list[str]:
             f"({each}) disagree: read the per-length rows before the pooled one"
         )
     return out
+
+
+def shape_words(found: Shapes | None) -> str | None:
+    """Each similarity's verdict over all lengths in one line ("low: flat; high: decline with
+    position"), as a comparison or a results grid names a run's Q1; None without a verdict."""
+    if found is None:
+        return None
+    rows = [r for r in found.rows if r.length is None]
+    return "; ".join(f"{r.similarity}: {r.verdict}" for r in rows) or None

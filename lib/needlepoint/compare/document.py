@@ -31,6 +31,7 @@ from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.analysis.record import AnalysisDocument
 from needlepoint.analysis.report import headline_lines, record_lines
 from needlepoint.analysis.secondary import rate_of
+from needlepoint.analysis.shape import shape_words
 from needlepoint.compare.grid import GRID_FIGURE, write_grid
 from needlepoint.compare.record import (
     COMPARISON_FORMAT,
@@ -240,6 +241,7 @@ def compared_run(run: LoadedRun, out_dir: Path, name: str | None = None) -> Comp
         positions=doc.effects.positions,
         robustness=doc.robustness.verdict,
         name=name or run.model,
+        shape=shape_words(doc.effects.shapes),
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from needlepoint.analysis.figures import CONDITION_LABELS, SIM_COLOURS, add_note, stable_figure
 from needlepoint.analysis.primary import SIMULATION_BANNER
-from needlepoint.analysis.report import markdown_table, q1_reading
+from needlepoint.analysis.report import markdown_table
 from needlepoint.analysis.secondary import CONFIDENCE, clopper_pearson
 from needlepoint.compare.record import ComparedRun, ComparisonDocument
 
@@ -59,11 +59,11 @@ class GridRow:
 
 
 def q1_shape(run: ComparedRun) -> str:
-    """The run's Q1 in words, per similarity over all lengths (the analysis's own reading)."""
-    rows = [e for e in run.middle_loss if e.length is None and e.similarity in ("low", "high")]
-    if not rows:
-        return "no complete case: no estimate"
-    return "; ".join(f"{e.similarity}: {q1_reading(e)}" for e in rows)
+    """The run's Q1 in words: the shape verdict per similarity over all lengths, as its
+    analysis reads it (analysis.shape)."""
+    if run.shape is None:
+        return "no shape verdict (a comparison written before it existed)"
+    return run.shape
 
 
 def q2_text(run: ComparedRun) -> str:

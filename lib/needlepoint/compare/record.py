@@ -48,7 +48,7 @@ class ScoreTotal:
 class ComparedRun(AddedLater):
     """One run, analysed alone by the preregistered analysis, with where it came from."""
 
-    ADDED_LATER = ("name",)
+    ADDED_LATER = ("name", "shape")
 
     run_dir: str
     model: str
@@ -78,6 +78,9 @@ class ComparedRun(AddedLater):
     # How tables and figures name the run: the user's --label, else its model (made unique).
     # Absent from a comparison.json written before it existed: such a run is named by model.
     name: str | None = None
+    # Q1's shape verdict per similarity over all lengths ("low: flat; high: decline with
+    # position"); absent from a comparison.json written before the shape verdict existed.
+    shape: str | None = None
 
     def __post_init__(self) -> None:
         if self.interval is not None and len(self.interval) != 2:

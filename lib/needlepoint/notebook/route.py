@@ -1,7 +1,7 @@
 """Which notebooks a live pipeline skips, and the one line that says why.
 
 `needlepoint pipeline -p transport live` sends the frozen requests to your model in 03-run.
-07-compare and 08-pilot, left at their defaults, would then make *simulated* runs of their own
+07-compare, 08-pilot and 09-depth, left at their defaults, would then make *simulated* runs of their own
 beside that live one, in the same evidence folder, where a reader could take them for results
 about the model. The pipeline skips them instead, with one line naming the command that does
 the live version; given live inputs (existing run folders with ``-p simulated null``, a live
@@ -27,6 +27,13 @@ _PILOT = (
     "--api-key-env VAR`, then calibrate it here with -p simulate_pilot false -p pilot_dir pilot"
 )
 
+_DEPTH = (
+    "skipped: 09-depth runs a simulated depth grid only; run the grid live against your model "
+    "with `needlepoint prepare --protocol protocols/depth-grid.json --out depth --model M`, "
+    "then `needlepoint run depth --allow 432 --run-dir depth-run --base-url URL --model M "
+    "--api-key-env VAR` and `needlepoint analyze depth-run`"
+)
+
 
 def _value(name: str, overrides: dict[str, Any], defaults: dict[str, str]) -> Any:
     """A parameter's value in this pipeline: its override, else its literal default."""
@@ -47,4 +54,6 @@ def live_skip(notebook: str, overrides: dict[str, Any], defaults: dict[str, str]
         return _COMPARE
     if notebook == "08-pilot" and _value("simulate_pilot", overrides, defaults) is not False:
         return _PILOT
+    if notebook == "09-depth":
+        return _DEPTH
     return None
