@@ -1,11 +1,12 @@
 """Which notebooks a live pipeline skips, and the one line that says why.
 
 `needlepoint pipeline -p transport live` sends the frozen requests to your model in 03-run.
-07-compare, 08-pilot and 09-depth, left at their defaults, would then make *simulated* runs of their own
-beside that live one, in the same evidence folder, where a reader could take them for results
-about the model. The pipeline skips them instead, with one line naming the command that does
-the live version; given live inputs (existing run folders with ``-p simulated null``, a live
-pilot folder with ``-p simulate_pilot false``) they run on those.
+07-compare, 08-pilot and 09-depth, left at their defaults, would then make *simulated* runs
+of their own beside that live one, in the same evidence folder, where a reader could take them
+for results about the model. The pipeline skips them instead, with one line naming the
+command that does the live version; given live inputs (existing run folders with
+``-p simulated null``, a live pilot folder with ``-p simulate_pilot false``), 07 and 08 run
+on those.
 """
 
 from __future__ import annotations
