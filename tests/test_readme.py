@@ -81,7 +81,7 @@ def test_make_run_runs_the_offline_pipeline() -> None:
     try:
         assert done.returncode == 0, done.stderr[-2000:]
         lines = done.stdout.splitlines()
-        assert lines[0].startswith("[1/8] 01-design ok (") and "[8/8] 08-pilot ok (" in lines[7]
+        assert lines[0].startswith("[1/9] 01-design ok (") and "[9/9] 09-depth ok (" in lines[8]
         assert lines[-2].startswith("decision (SIMULATION — not a model result): ")
         assert len(made) == 1 and (made[0] / "analysis" / "summary.md").is_file()
     finally:
