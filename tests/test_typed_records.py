@@ -39,8 +39,6 @@ ALLOWED = {
     ("analysis.record", "Stratum.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.record", "PositionRow.to_plain", "return"): "the JSON codec's boundary",
     ("analysis.record", "PositionRow.from_plain", "value"): "the JSON codec's boundary",
-    ("analysis.record", "AddedLater.to_plain", "return"): "the JSON codec's boundary",
-    ("analysis.record", "AddedLater.from_plain", "value"): "the JSON codec's boundary",
     ("run.interpret", "answer_of", "choice"): "one choice of a server's raw response",
     ("run.folder", "git_commit", "return"): "provenance.jsonl, not a settings record",
     ("run.folder", "code_now", "return"): "provenance.jsonl's code, not a settings record",

@@ -22,7 +22,7 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import MAX_JSON_FILE_BYTES, decode_utf8, parse_json
@@ -349,3 +349,17 @@ def read_versioned(path: str | Path, cls: type[R], fmt: str, version: int) -> R:
     p = Path(path)
     data = read_limited(p, MAX_JSON_FILE_BYTES)
     return versioned_from_json(data, cls, fmt, version, str(p))
+
+
+class AddedLater:
+    """A record with fields added after its first version (``ADDED_LATER``): a file written
+    before has none of them, read as None and written back without them, so its bytes survive."""
+
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ()
+
+    def to_plain(self) -> dict[str, Any]:
+        return plain_without_absent(self, self.ADDED_LATER)
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
+        return record_with_absent(cls, value, where, cls.ADDED_LATER)

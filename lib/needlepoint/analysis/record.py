@@ -18,36 +18,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from needlepoint.schema import (
+    AddedLater,
     document_bytes,
     fail,
     fields_plain,
     from_plain,
-    plain_without_absent,
     read_versioned,
     record_from_plain,
-    record_with_absent,
     versioned_from_json,
 )
 
 ANALYSIS_FORMAT = "needlepoint-analysis"
 ANALYSIS_VERSION = 2
-
-
-class AddedLater:
-    """A record with fields added after its first version (``ADDED_LATER``): a file written
-    before has none of them, read as None and written back without them, so its bytes survive."""
-
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ()
-
-    def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, self.ADDED_LATER)
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
-        return record_with_absent(cls, value, where, cls.ADDED_LATER)
 
 
 @dataclass(frozen=True)

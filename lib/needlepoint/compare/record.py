@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from needlepoint.analysis.record import AccuracyCell, AddedLater, Effect
+from needlepoint.analysis.record import AccuracyCell, Effect
 from needlepoint.errors import NeedlepointError
-from needlepoint.schema import document_bytes, read_versioned, versioned_from_json
+from needlepoint.schema import AddedLater, document_bytes, read_versioned, versioned_from_json
 
 COMPARISON_FORMAT = "needlepoint-comparison"
 COMPARISON_VERSION = 2

@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import needlepoint
 from needlepoint.analysis.inputs import AnalysisInput, from_run
@@ -61,7 +61,7 @@ from needlepoint.pilot.record import (
     read_pilot_record,
 )
 from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
-from needlepoint.schema import plain_without_absent, record_with_absent, to_plain
+from needlepoint.schema import AddedLater, to_plain
 
 CALIBRATION_FORMAT = "needlepoint-calibration"
 CALIBRATION_VERSION = 2
@@ -74,14 +74,14 @@ NOT_REACHED = "power not reached"
 
 
 @dataclass(frozen=True)
-class CalibrationRules:
+class CalibrationRules(AddedLater):
     """The rules a calibration applied, fixed before it read the pilot (docs/pilot.md).
 
     ``band_per_similarity`` came later: true when each similarity arm's end accuracy had to be
     inside the band; absent in a record made before, whose band read both arms pooled.
     """
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("band_per_similarity",)
+    ADDED_LATER = ("band_per_similarity",)
 
     band_low: float
     band_high: float
@@ -95,13 +95,6 @@ class CalibrationRules:
     simulations: int
     seed: int
     band_per_similarity: bool | None = None
-
-    def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, self.ADDED_LATER)
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
-        return record_with_absent(cls, value, where, cls.ADDED_LATER)
 
 
 @dataclass(frozen=True)
