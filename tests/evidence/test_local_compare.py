@@ -1,4 +1,7 @@
-"""The committed comparison of two real local models re-derives from its own run folders.
+"""Every committed comparison of real local models re-derives from its own run folders.
+
+Two are committed: `*-local-compare` (Gemma 3 270M and SmolLM2 at 12 records) and
+`*-reference-qwen` (the reference plan, 60 and 240 records, on Qwen2.5-Coder 0.5B and 1.5B).
 
 Offline and without the models: every run passes `audit-run` and attempted every planned
 request; results.csv, each analysis, the comparison and the folder's README.md come out byte
@@ -22,29 +25,33 @@ from needlepoint.analysis.document import analyze_run
 from needlepoint.compare.document import compare_runs
 from needlepoint.design.prepared import load_prepared
 from needlepoint.jsonio import read_json
-from needlepoint.local.compare import attempted
-from needlepoint.local.compare import readme_sections
-from needlepoint.local.compare import MARKER, Entrant, Layout, readme_text
+from needlepoint.local.compare import MARKER, Entrant, Layout, attempted, readme_sections, readme_text
 from needlepoint.run.audit import audit_run
 from needlepoint.run.results import RESULTS_NAME, csv_chunks, derive
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
-FOLDERS = sorted(p for p in EVIDENCE.glob("*-local-compare") if (p / MARKER).is_file())
+MARKED = sorted(p for p in EVIDENCE.iterdir() if (p / MARKER).is_file())
+FOLDERS = [p for p in MARKED if (p / "comparison").is_dir()]
 V4 = EVIDENCE / "20261201-local-compare-v4"
+PROFILES = {
+    "20261201-local-compare": ["completion", "chat"],
+    "20261204-reference-qwen": ["chat", "chat"],
+}
 
 
-def test_there_is_one_committed_local_comparison() -> None:
-    assert len(FOLDERS) == 1, [p.name for p in FOLDERS]
-    # Every folder with the marker is either that comparison or a run record without one.
-    marked = sorted(p for p in EVIDENCE.glob("*-local-compare*") if (p / MARKER).is_file())
-    assert [p for p in marked if (p / "comparison").is_dir()] == FOLDERS
-    assert V4 in marked and not (V4 / "comparison").exists()
+def test_every_committed_local_comparison_is_checked_here() -> None:
+    assert [p.name for p in FOLDERS] == sorted(PROFILES)
+    # Every other folder with the marker is a run record without a comparison.
+    assert [p for p in MARKED if p not in FOLDERS] == [V4]
+    assert not (V4 / "comparison").exists()
 
 
-@pytest.fixture(scope="module")
-def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, Layout, list[Entrant]]:
+@pytest.fixture(scope="module", params=FOLDERS, ids=[p.name for p in FOLDERS])
+def copy(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Layout, Layout, list[Entrant]]:
     """(committed, copy): the copy has no analysis, comparison or README.md of its own."""
-    committed = Layout(FOLDERS[0])
+    committed = Layout(request.param)
     marker = read_json(committed.root / MARKER)
     entrants = [Entrant(m["key"], m["body_profile"]) for m in marker["models"]]
     fresh = Layout(tmp_path_factory.mktemp("rederived") / committed.root.name)
@@ -60,7 +67,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, Layout, list
 
 def test_each_run_is_complete_and_passes_audit_run(copy) -> None:
     committed, _, entrants = copy
-    assert [e.body_profile for e in entrants] == ["completion", "chat"]
+    assert [e.body_profile for e in entrants] == PROFILES[committed.root.name]
     for e in entrants:
         planned = len(load_prepared(committed.prepared(e)).plan)
         assert attempted(committed.run(e)) == planned
@@ -86,9 +93,8 @@ def test_results_analyses_and_comparison_rederive_byte_for_byte(copy) -> None:
     assert readme == (committed.root / "README.md").read_text(encoding="utf-8")
 
 
-def test_the_readme_says_what_the_gemma_difference_is_made_of(copy) -> None:
-    committed, _, _ = copy
-    text = (committed.root / "README.md").read_text(encoding="utf-8")
+def test_the_readme_says_what_the_gemma_difference_is_made_of() -> None:
+    text = (EVIDENCE / "20261201-local-compare" / "README.md").read_text(encoding="utf-8")
     assert (
         "`runs/gemma3`: over 7 complete case(s), B − M changes by 0.714 and E − M by 0 "
         "(difference 0.357); high similarity B 7/8, M 1/8, E 0/8." in text
@@ -120,3 +126,16 @@ def test_the_v4_runs_are_on_the_record_beside_v5() -> None:
     )
     assert "supported (0.375 [0.0625, 0.625]); fragile: leaving out S1, S2, S3, S4, S5 or S7 " in v4
     assert "the sign-flip test disagrees (p 7/128)" in v4
+
+
+def test_the_qwen_readme_reads_each_length_by_shape() -> None:
+    """Issue 36: per model and length, Q1's shape, A accuracy and the near names' wrong answers."""
+    text = (EVIDENCE / "20261204-reference-qwen" / "README.md").read_text(encoding="utf-8")
+    assert (
+        "  - 60 records: Q1 low similarity decline with position (B 8/8, M 1/8, E 1/8); high "
+        "similarity flat (B 3/8, M 3/8, E 2/8). Absent target (A) answered UNKNOWN: low 8/8, "
+        "high 1/8. High-similarity wrong answers naming a near name: B 5 of 5 wrong, M 5 of 5 "
+        "wrong, E 5 of 6 wrong." in text
+    )
+    assert "- `runs/qwen-1.5b`: Q2 not supported; robust: " in text
+    assert text.index("## What it shows") < text.index("## What each difference")

@@ -391,9 +391,56 @@ def on_record_lines(layout: Layout, entrants: Sequence[Entrant], root: Path) -> 
     return [*out, ""]
 
 
+def shows_lines(layout: Layout, entrants: Sequence[Entrant]) -> list[str]:
+    """What each run shows per length, read from its analysis.json and nothing else: Q1's shape
+    verdict per similarity, refusal (A) accuracy, and what the near names did to the wrong
+    answers; then Q2 and its robustness, which the preregistered analysis gives per run."""
+    from needlepoint.analysis.record import read_document
+
+    out = ["## What it shows, per model and length", ""]
+    out += [
+        "Q1's shape verdict is read from B − M and E − M, Holm-adjusted (a U-shape only when both "
+        "ends beat the middle); Q2 and its robustness are one per run, over both lengths. Under "
+        "high similarity the reference design places its six near names at fixed slots: all "
+        "after the target at B, three before and three after at M, all before at E.",
+        "",
+    ]
+    for e in entrants:
+        doc = read_document(layout.analysis(e) / "analysis.json")
+        p = doc.primary
+        shapes = doc.effects.shapes
+        out.append(f"- `runs/{e.key}`: Q2 {p.decision}; {doc.robustness.verdict}.")
+        for n in sorted({c.length for c in doc.secondary.accuracy}):
+            verdicts = (
+                "; ".join(
+                    f"{r.similarity} similarity {r.verdict} (B {r.counts['B']}, M {r.counts['M']}, "
+                    f"E {r.counts['E']})"
+                    for r in (shapes.rows if shapes is not None else ())
+                    if r.length == n
+                )
+                or "no shape verdict (no complete case)"
+            )
+            refusal = [c for c in doc.secondary.accuracy if c.length == n and c.condition == "A"]
+            a = ", ".join(f"{c.similarity} {c.correct}/{c.valid}" for c in refusal)
+            near = {r.condition: r for r in doc.diagnostics.preceding if r.length == n}
+            named = ", ".join(
+                f"{k} {near[k].near} of {near[k].wrong} wrong" for k in "BME" if k in near
+            )
+            out.append(
+                f"  - {n} records: Q1 {verdicts}. Absent target (A) answered UNKNOWN: {a}. "
+                f"High-similarity wrong answers naming a near name: {named}."
+            )
+    return [*out, ""]
+
+
 def readme_sections(layout: Layout, entrants: Sequence[Entrant], root: Path) -> list[str]:
-    """Both sections, as README.md places them after the result table."""
-    return [*effect_lines(layout, entrants), *on_record_lines(layout, entrants, root)]
+    """The sections README.md places after the result table: what each run shows, what each
+    difference is made of, and the other runs of the design on record."""
+    return [
+        *shows_lines(layout, entrants),
+        *effect_lines(layout, entrants),
+        *on_record_lines(layout, entrants, root),
+    ]
 
 
 def notebook_plan(
