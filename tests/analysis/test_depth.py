@@ -59,6 +59,12 @@ def test_a_decline_shows_as_ends_on_either_side_of_the_interior(runs: dict[str, 
     for sim in ("low", "high"):
         first, last = result.ends[sim]
         assert first.lower > 0 and last.upper < 0, (sim, first, last)
+    # The shape verdict reads it with the reference rule: a decline, never a U.
+    assert [(r.similarity, r.verdict) for r in result.shapes] == [
+        ("low", "decline with position"),
+        ("high", "decline with position"),
+    ]
+    assert all(r.first.direction == 1 and r.last.direction == -1 for r in result.shapes)
     # Nothing in it is about near names, and the model does not invent it.
     near = _near(result, "high")
     assert near.lower < 0 < near.upper
@@ -69,6 +75,28 @@ def test_a_dip_at_the_middle_shows_as_both_ends_above_the_interior(runs: dict[st
     for sim in ("low", "high"):
         first, last = result.ends[sim]
         assert first.lower > 0 and last.lower > 0, (sim, first, last)
+    assert [r.verdict for r in result.shapes] == ["middle loss (U-shape)"] * 2
+    # Holm across the four end contrasts: each adjusted p at least its raw p
+    for r in result.shapes:
+        for c in (r.first, r.last):
+            assert c.p_adjusted is not None and c.p_adjusted >= c.p
+
+
+def test_near_names_ahead_read_as_a_decline_and_the_headline_names_the_shape(
+    runs: dict[str, Path],
+) -> None:
+    """Drawn per case, near names ahead of the target grow with depth: under high similarity
+    the curve declines (D0 36/36 … D1 8/36 in this seeded run), and the headline says so."""
+    from needlepoint.analysis.depth_report import headline_lines
+
+    result = analyze_depth(from_run(runs["near"]))
+    high = next(r for r in result.shapes if r.similarity == "high")
+    assert high.verdict == "decline with position"
+    assert high.counts["D0"] == "36/36" and high.counts["D1"] == "8/36"
+    assert high.last.estimate_exact == "-1/3"
+    lines = headline_lines(result)
+    assert sum(line.startswith("  shape: ") for line in lines) == 2
+    assert "Holm across the 4 end contrasts" in lines[2]
 
 
 def test_near_names_before_the_target_show_in_the_model_apart_from_depth(

@@ -11,7 +11,9 @@ computed here:
   (scipy.stats.bootstrap, seeded by ``analysis.bootstrap_seed``); the decision is *supported*
   when the interval lies above 0 and the estimate reaches ``analysis.threshold``;
 - **the two end contrasts** per similarity, first depth − interior mean and last depth −
-  interior mean, each with its case-cluster interval: what the shape of the curve is read from;
+  interior mean, each with its case-cluster interval; **the shape verdict** reads them with the
+  reference analysis's rule (``analysis.shape``: the preregistered case-cluster bootstrap, Holm
+  across the four end contrasts, a U-shape only when both ends beat the interior);
 - **the model**: a linear-probability GEE per similarity (identity link, independence working
   correlation, bias-reduced sandwich covariance, t on cases − 1 df, as in the robustness
   panel), correctness on the depth (one indicator per depth after the first), the number of
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from needlepoint.analysis.inputs import AnalysisInput, Outcome
-from needlepoint.analysis.record import AnalysisParameters
+from needlepoint.analysis.record import AnalysisParameters, ShapeRow
 from needlepoint.errors import NeedlepointError
 
 SIMILARITIES = ("low", "high")
@@ -113,6 +115,7 @@ class DepthAnalysis:
     ends: dict[str, tuple[Interval, Interval]]  # similarity -> (first − interior, last − interior)
     models: tuple[ModelFit, ...]
     absent: dict[str, tuple[int, int]]  # similarity -> (UNKNOWN answers, valid)
+    shapes: tuple[ShapeRow, ...] = ()  # each similarity's shape verdict, all lengths
 
 
 def _round(x: float | None) -> float | None:
@@ -258,6 +261,49 @@ def _gee(
     return ModelFit(sim, len(rows), len(cases), tuple(coefs), "")
 
 
+def depth_shapes(
+    grids: np.ndarray,
+    present: Sequence[str],
+    accuracy: dict[tuple[str, int, str], tuple[int, int, int]],
+    lengths: Sequence[int],
+    params: AnalysisParameters,
+) -> tuple[ShapeRow, ...]:
+    """Each similarity's shape verdict from first depth − interior and last depth − interior,
+    with the reference analysis's rule and multiplicity (``analysis.shape``).
+
+    Each case's contrast is an integer over ``lengths × interior depths`` (the end counted once
+    per interior depth, the interior summed), so the exact case-cluster bootstrap applies.
+    """
+    from fractions import Fraction
+
+    from needlepoint.analysis.shape import adjust, classify, contrast
+
+    k = len(present)
+    if k < 3:  # no interior depth: no end can be set against it
+        return ()
+    alpha = float(1 - Fraction(repr(float(params.confidence))))
+    denominator = len(lengths) * (k - 2)
+    family = []
+    for s, _ in enumerate(SIMILARITIES):
+        arm = grids[:, s] if len(grids) else np.zeros((0, len(lengths), k))
+        inner = arm[:, :, 1:-1].sum(axis=2)
+        for end in (0, k - 1):
+            values = ((k - 2) * arm[:, :, end] - inner).sum(axis=1)
+            name = "first depth − interior" if end == 0 else "last depth − interior"
+            family.append(contrast(name, [int(v) for v in values], denominator, params))
+    family = adjust(family, alpha)
+    rows = []
+    for s, sim in enumerate(SIMILARITIES):
+        first, last = family[2 * s], family[2 * s + 1]
+        verdict, reason = classify(first, last)
+        counts = {}
+        for cond in present:
+            cells = [accuracy[(sim, n, cond)] for n in lengths]
+            counts[cond] = f"{sum(c[0] for c in cells)}/{sum(c[1] for c in cells)}"
+        rows.append(ShapeRow(sim, None, first, last, counts, verdict, reason))
+    return tuple(rows)
+
+
 def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
     """The depth analysis of one validated run of a depth design."""
     p = inp.protocol
@@ -328,4 +374,5 @@ def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
         ends=ends,
         models=models,
         absent=absent,
+        shapes=depth_shapes(grids, present, accuracy, lengths, params),
     )

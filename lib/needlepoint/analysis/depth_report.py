@@ -49,6 +49,16 @@ def to_plain(d: DepthAnalysis) -> dict[str, Any]:
         },
         "models": [asdict(m) for m in d.models],
         "absent": {sim: {"unknown": a, "valid": v} for sim, (a, v) in d.absent.items()},
+        "shapes": [
+            {
+                "similarity": r.similarity,
+                "verdict": r.verdict,
+                "reason": r.reason,
+                "first_minus_interior": asdict(r.first),
+                "last_minus_interior": asdict(r.last),
+            }
+            for r in d.shapes
+        ],
     }
 
 
@@ -61,6 +71,10 @@ def _iv(i: Interval) -> str:
     if i.estimate is None:
         return "no estimate (no complete case)"
     return f"{i.estimate:.4g} [{i.lower:.4g}, {i.upper:.4g}] over {i.cases} cases"
+
+
+def _p(p: float | None) -> str:
+    return "no p (fewer than two cases)" if p is None else f"p {p:.4g}"
 
 
 def headline_lines(d: DepthAnalysis) -> list[str]:
@@ -76,6 +90,11 @@ def headline_lines(d: DepthAnalysis) -> list[str]:
         first, last = d.ends[sim]
         lines.append(f"{sim} similarity, accuracy by depth: {', '.join(cells)}")
         lines.append(f"  first depth − interior: {_iv(first)}; last depth − interior: {_iv(last)}")
+        for r in (r for r in d.shapes if r.similarity == sim):
+            lines.append(
+                f"  shape: {r.verdict}: {r.reason} (Holm across the {2 * len(d.shapes)} end "
+                f"contrasts: first {_p(r.first.p_adjusted)}, last {_p(r.last.p_adjusted)})"
+            )
     lines.append(
         f"preregistered contrast {d.contrast} (high − low): {_iv(d.primary)}; "
         f"decision: {d.decision} ({d.reason})"
