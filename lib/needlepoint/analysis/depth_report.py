@@ -15,6 +15,7 @@ from typing import Any
 
 from needlepoint.analysis.depth import FORMAT, SIMILARITIES, VERSION, DepthAnalysis, Interval
 from needlepoint.analysis.primary import SIMULATION_BANNER
+from needlepoint.analysis.report import p_text
 from needlepoint.safeio import is_output_file, replaced_folder, write_bytes_atomic
 
 FIGURES = {"lines": "accuracy_by_depth.png", "heatmap": "depth_by_length_heatmap.png"}
@@ -74,7 +75,7 @@ def _iv(i: Interval) -> str:
 
 
 def _p(p: float | None) -> str:
-    return "no p (fewer than two cases)" if p is None else f"p {p:.4g}"
+    return "no p (fewer than two cases)" if p is None else f"p {p_text(p)}"
 
 
 def headline_lines(d: DepthAnalysis) -> list[str]:
