@@ -32,7 +32,7 @@ ALLOWED = {
     ("analysis.power", "decide_runs", "cache"): "a memo of resample counts",
     ("analysis.record", "AnalysisParameters.of", "protocol"): "reads the protocol's block",
     ("analysis.depth", "is_depth_design", "protocol"): "the protocol",
-    ("analysis.depth_report", "to_plain", "return"): "depth.json's object (the JSON boundary)",
+    ("analysis.depth.report", "to_plain", "return"): "depth.json's object (the JSON boundary)",
     ("run.simulate", "PositionParams.to_plain", "return"): "the JSON codec's boundary",
     ("run.simulate", "PositionParams.from_plain", "value"): "the JSON codec's boundary",
     ("analysis.record", "Stratum.to_plain", "return"): "the JSON codec's boundary",
@@ -76,8 +76,9 @@ ALLOWED = {
 def _public_callables() -> list[tuple[str, str, typing.Any]]:
     out = []
     for pkg in (needlepoint.analysis, needlepoint.run):
-        for info in pkgutil.iter_modules(pkg.__path__):
-            module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        # walk_packages: a subpackage's modules too (analysis/depth/)
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}."):
+            module = importlib.import_module(info.name)
             short = module.__name__.removeprefix("needlepoint.")
             for name, obj in vars(module).items():
                 if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:

@@ -87,7 +87,7 @@ def test_near_names_ahead_read_as_a_decline_and_the_headline_names_the_shape(
 ) -> None:
     """Drawn per case, near names ahead of the target grow with depth: under high similarity
     the curve declines (D0 36/36 … D1 8/36 in this seeded run), and the headline says so."""
-    from needlepoint.analysis.depth_report import headline_lines
+    from needlepoint.analysis.depth.report import headline_lines
 
     result = analyze_depth(from_run(runs["near"]))
     high = next(r for r in result.shapes if r.similarity == "high")

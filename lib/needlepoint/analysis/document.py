@@ -223,7 +223,7 @@ def analyze_run(
     target = Path(run_dir) / "analysis" if out_dir is None else Path(out_dir)
     inp = from_run(run_dir, prepared_dir)
     if "depths" in inp.protocol:  # a depth design has its own analysis (analysis.depth)
-        from needlepoint.analysis.depth_report import depth_run
+        from needlepoint.analysis.depth.report import depth_run
 
         return depth_run(inp, target, figures)  # type: ignore[return-value]
     if record is None:

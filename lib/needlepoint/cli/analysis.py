@@ -70,7 +70,7 @@ def _depth(inp: object, out: Path, figures: bool) -> int:
     """A depth design's analysis (PROTOCOL.md, "Depth analysis"): depth.json, summary.md and
     the depth figures."""
     from needlepoint.analysis.depth import analyze_depth
-    from needlepoint.analysis.depth_report import FIGURES, headline_lines, write_depth
+    from needlepoint.analysis.depth.report import FIGURES, headline_lines, write_depth
     from needlepoint.analysis.primary import SIMULATION_BANNER
 
     result = analyze_depth(inp)  # type: ignore[arg-type]

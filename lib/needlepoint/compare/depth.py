@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from needlepoint.analysis.depth import SIMILARITIES, DepthAnalysis, Interval, analyze_depth
-from needlepoint.analysis.depth_report import write_depth
+from needlepoint.analysis.depth.report import write_depth
 from needlepoint.analysis.figures import add_note, stable_figure
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.compare.document import LoadedRun, run_names

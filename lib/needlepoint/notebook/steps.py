@@ -28,16 +28,22 @@ The pilot notebook's steps, so that the notebook holds no logic a test cannot re
 
 Offline, the notebook runs a simulated pilot (labelled as such everywhere); given a pilot folder
 made elsewhere (a live `needlepoint pilot`), it calibrates that one instead.
+
+The depth notebook freezes the worked example of PROTOCOL.md's "Depth designs" (verify and
+audit with the checks a depth design adds) before its seeded simulation and analysis.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.design.audit import audit_prepared
 from needlepoint.design.prepared import load_prepared, prepare
+from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
 from needlepoint.pilot.calibrate import Calibration, CalibrationOptions, calibrate
@@ -431,3 +437,27 @@ def write_figures(pilot_dir: str | Path, result: Calibration, out_dir: str | Pat
     design = read_design(Path(pilot_dir), read_pilot_record(pilot_dir))
     names = figures_step(CalibrationStep(result, design, out), list(FIGURE_EFFECTS))
     return [*names, POWER_TABLE] if len(names) > 1 else names
+
+
+def freeze_depth(protocol: dict[str, Any], folder: Path) -> tuple[Path, list[str]]:
+    """09-depth: write the override, prepare it into ``folder/prepared``, verify and audit it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    override = folder / "protocol-override.json"
+    text = json.dumps(protocol, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+    write_bytes_atomic(override, text.encode("utf-8"))
+    prepared = prepare(folder / "prepared", override)
+    loaded = load_prepared(prepared)
+    verify = verify_prepared(prepared)
+    audit = audit_prepared(prepared)
+    conditions = ", ".join(loaded.protocol["conditions"])
+    lines = [
+        f"prepared {len(loaded.plan)} requests: conditions {conditions}",
+        f"verify {'OK' if verify.ok else 'FAILED'}: {verify.files_compared} files compared",
+        audit.lines()[-1],
+        *(
+            f"  {c.name}: {c.count} items, {c.failed} failed"
+            for c in audit.checks
+            if c.name in ("williams_orders", "position_balance", "near_slots", "answer_key")
+        ),
+    ]
+    return prepared, lines

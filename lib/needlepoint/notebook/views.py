@@ -22,6 +22,7 @@ import io
 import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ from needlepoint.contamination.inputs import Run, iso_from_ns
 from needlepoint.design import positions
 from needlepoint.design.audit import AuditReport
 from needlepoint.design.generate import near_slots
-from needlepoint.design.prepared import Prepared
+from needlepoint.design.prepared import Prepared, load_prepared
 from needlepoint.design.profiles import body_profile, text_chars
 from needlepoint.jsonio import file_sha256
 from needlepoint.notebook import paths
@@ -448,3 +449,24 @@ def show_table(frame: Any) -> None:
         "display.max_colwidth", None, "display.max_columns", None, "display.width", 250
     ):
         display(frame)
+
+
+def position_balance(prepared: Path) -> Any:
+    """How often each condition sits in each serial position, per length × similarity stratum
+    (a pandas table: one row per stratum and position, one column per condition)."""
+    import pandas as pd
+
+    p = load_prepared(prepared)
+    width = len(p.protocol["conditions"])
+    counts: Counter[tuple[int, str, int, str]] = Counter()
+    for i in range(0, len(p.plan), width):
+        for position, row in enumerate(p.plan[i : i + width], start=1):
+            counts[(row.length, row.similarity, position, row.condition)] += 1
+    rows = []
+    for n in p.protocol["lengths"]:
+        for sim in p.protocol["similarities"]:
+            for position in range(1, width + 1):
+                row = {"length": n, "similarity": sim, "position": position}
+                row |= {c: counts[(n, sim, position, c)] for c in p.protocol["conditions"]}
+                rows.append(row)
+    return pd.DataFrame(rows).set_index(["length", "similarity", "position"])

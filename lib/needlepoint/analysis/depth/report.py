@@ -205,7 +205,7 @@ def depth_run(inp: Any, out_dir: str | Path | None, figures: bool = True) -> Dep
 
 def write_depth(d: DepthAnalysis, out_dir: str | Path, figures: bool = True) -> Path:
     """Write depth.json, summary.md and (optionally) the figures, all together or not at all."""
-    from needlepoint.analysis.depth_figures import depth_heatmap, depth_lines
+    from needlepoint.analysis.depth.figures import depth_heatmap, depth_lines
 
     out = Path(out_dir)
     with replaced_folder(out, is_output_file) as fresh:
