@@ -76,6 +76,9 @@ class Outcome(PlanCell):
     near_kind: str | None = None  # a wrong code naming a near name: that name's kind
     # Near names placed before the target (answer key, depth designs only; None in v1 and v2).
     near_before: int | None = None
+    # A wrong code naming a near name placed before the target ("before") or after it
+    # ("after"); None otherwise, and wherever the answer key does not say (v1 and v2).
+    near_side: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -222,6 +225,7 @@ def validate_rows(
             )
         lenient = _check_status(row, prepared.answer_key[seq], unknown, where)
         near = near_kind(row, prepared.answer_key[seq])
+        side = near_side(row, prepared.answer_key[seq])
         numbers = {f: _parse_number(row[f], int, where, f) for f in _INT_FIELDS}
         numbers |= {f: _parse_number(row[f], float, where, f) for f in _FLOAT_FIELDS}
         outcomes.append(
@@ -233,6 +237,7 @@ def validate_rows(
                 lenient=lenient,
                 near_kind=near,
                 near_before=prepared.answer_key[seq].get("near_before"),
+                near_side=side,
             )
         )
     absent = sorted(set(plan) - set(seen))
@@ -448,6 +453,17 @@ def near_kind(row: Mapping[str, str], answer: Mapping[str, Any]) -> str | None:
     codes, kinds = list(answer.get("near_codes", ())), answer.get("near_kinds", ())
     code = java_trim(row["response_text"]) if row["status"] == ERROR and kinds else None
     return kinds[codes.index(code)] if code in codes else None
+
+
+def near_side(row: Mapping[str, str], answer: Mapping[str, Any]) -> str | None:
+    """Whether a wrong code names a near name placed before or after the target: the answer
+    key lists near codes in slot order and counts those before the target (``near_before``)."""
+    before = answer.get("near_before")
+    codes = list(answer.get("near_codes", ()))
+    if row["status"] != ERROR or not isinstance(before, int):
+        return None
+    code = java_trim(row["response_text"])
+    return None if code not in codes else ("before" if codes.index(code) < before else "after")
 
 
 def _size(length: int, unit: str, source: str, values: list[int]) -> LengthSize:

@@ -116,6 +116,8 @@ class DepthAnalysis:
     models: tuple[ModelFit, ...]
     absent: dict[str, tuple[int, int]]  # similarity -> (UNKNOWN answers, valid)
     shapes: tuple[ShapeRow, ...] = ()  # each similarity's shape verdict, all lengths
+    # similarity -> (wrong answers naming a near name before the target, after it, all wrong)
+    near_named: dict[str, tuple[int, int, int]] | None = None
 
 
 def _round(x: float | None) -> float | None:
@@ -304,6 +306,25 @@ def depth_shapes(
     return tuple(rows)
 
 
+def near_named(
+    outcomes: Sequence[Outcome], present: Sequence[str]
+) -> dict[str, tuple[int, int, int]]:
+    """Per similarity, the wrong answers to a present target that name a near name placed
+    before it, after it, and all wrong answers (under low similarity the slots hold unrelated
+    names: a placebo)."""
+    out = {}
+    for sim in SIMILARITIES:
+        wrong = [
+            o
+            for o in outcomes
+            if o.similarity == sim and o.condition in present and o.status == "error"
+        ]
+        before = sum(o.near_side == "before" for o in wrong)
+        after = sum(o.near_side == "after" for o in wrong)
+        out[sim] = (before, after, len(wrong))
+    return out
+
+
 def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
     """The depth analysis of one validated run of a depth design."""
     p = inp.protocol
@@ -375,4 +396,5 @@ def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
         models=models,
         absent=absent,
         shapes=depth_shapes(grids, present, accuracy, lengths, params),
+        near_named=near_named(inp.outcomes, present),
     )

@@ -50,6 +50,10 @@ def to_plain(d: DepthAnalysis) -> dict[str, Any]:
         },
         "models": [asdict(m) for m in d.models],
         "absent": {sim: {"unknown": a, "valid": v} for sim, (a, v) in d.absent.items()},
+        "near_named": {
+            sim: {"before": b, "after": a, "wrong": w}
+            for sim, (b, a, w) in (d.near_named or {}).items()
+        },
         "shapes": [
             {
                 "similarity": r.similarity,
@@ -95,6 +99,12 @@ def headline_lines(d: DepthAnalysis) -> list[str]:
             lines.append(
                 f"  shape: {r.verdict}: {r.reason} (Holm across the {2 * len(d.shapes)} end "
                 f"contrasts: first {_p(r.first.p_adjusted)}, last {_p(r.last.p_adjusted)})"
+            )
+        if d.near_named is not None:
+            b, a, w = d.near_named[sim]
+            lines.append(
+                f"  wrong answers to a present target: {w}; naming a near name placed before "
+                f"the target {b}, after it {a}"
             )
     lines.append(
         f"preregistered contrast {d.contrast} (high − low): {_iv(d.primary)}; "
