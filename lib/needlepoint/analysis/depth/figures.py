@@ -33,7 +33,8 @@ def depth_lines(d: DepthAnalysis, path: str | Path) -> Path:
     present = [c for c in d.conditions if c != "A"]
     panels = len(d.lengths)
     with stable_figure(
-        (3.6 * panels + 0.8, 3.9),
+        # one panel is widened so the note under it fits on one line
+        (max(3.6 * panels + 0.8, 6.6), 3.9),
         (0.7, 0.2, 0.55, 0.95),
         "Accuracy against the target's depth",
         d.simulation,
