@@ -165,13 +165,20 @@ def test_compare_sets_depth_runs_side_by_side(
     ).exists()
 
 
-def test_calibrate_refuses_a_depth_pilot_in_one_line(tmp_path: Path) -> None:
+def test_calibrate_reads_a_depth_pilot_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pilot = tmp_path / "pilot"
     args = ["pilot", "--protocol", str(ROOT / "protocols" / "depth-grid.json"), "--out", str(pilot)]
     args += ["--lengths", "24", "--cases", "6", "--evidence-root", str(tmp_path)]
     assert main([*args, "--allow", "100", "--simulate", "perfect", "--no-progress"]) == 0
-    from needlepoint.pilot.calibrate import calibrate
-
-    with pytest.raises(NeedlepointError, match="cannot be calibrated yet") as err:
-        calibrate(pilot)
-    assert "\n" not in str(err.value)
+    capsys.readouterr()
+    out = tmp_path / "v42.json"
+    cal = ["calibrate", str(pilot), "--out", str(out), "--evidence-root", str(tmp_path)]
+    # A perfect model sits at the ceiling in both arms: no length qualifies, nothing written.
+    assert main([*cal, "--simulations", "20", "--report", str(tmp_path / "cal.json")]) == 1
+    printed = capsys.readouterr().out
+    assert "end (first and last depth) accuracy in [0.6, 0.95]; a case's 12 requests" in printed
+    assert "end accuracy under low similarity 1.000 (12/12) is above the band" in printed
+    assert "NO PROTOCOL WRITTEN: no length qualifies" in printed
+    assert not out.exists() and (tmp_path / "cal.json").exists()

@@ -15,6 +15,8 @@ from types import SimpleNamespace
 import pytest
 from support.pilots import design_file, simulated_pilot
 
+from needlepoint.analysis.depth import contrast_weights
+from needlepoint.analysis.inputs import from_run
 from needlepoint.analysis.power import PowerModel, PowerStudy, power_grid
 from needlepoint.design.generate import generate_cases
 from needlepoint.design.prepared import prepare
@@ -31,13 +33,14 @@ from needlepoint.pilot.calibrate import (
     verdict_of,
 )
 from needlepoint.pilot.heldout import first_overlap, index_materials
-from needlepoint.pilot.report import read_report, write_protocol, write_report
+from needlepoint.pilot.report import calibration_lines, read_report, write_protocol, write_report
 from needlepoint.pilot.stats import LengthCounts, Proportion
 from needlepoint.schema import from_plain
 
 _PAIR_1 = "a pair complete with probability 1.000"
 _PAIR_536 = "a pair complete with probability 0.536"
 _SHORT = "failure rate leaves a pair complete with probability {} only"
+ROOT = Path(__file__).resolve().parents[2]
 FAST = {"effect": 0.3, "simulations": 200, "max_cases": 64}
 
 
@@ -103,7 +106,7 @@ def test_a_pair_probability_equal_to_the_minimum_qualifies() -> None:
 @pytest.mark.parametrize(("middle", "refusal"), [((0, 0), (4, 4)), ((3, 4), (0, 0))])
 def test_a_length_needs_valid_middle_and_refusal_answers(middle, refusal) -> None:
     v = verdict_of(_counts((15, 20), (0, 40), middle=middle, refusal=refusal), CalibrationOptions())
-    assert (v.qualifies, v.reason) == (False, "no valid M (low similarity) or A answer")
+    assert (v.qualifies, v.reason) == (False, "no valid middle (low similarity) or A answer")
     one = verdict_of(_counts((15, 20), (0, 40), refusal=(1, 1)), CalibrationOptions())
     assert one.qualifies  # a single valid A answer is enough
 
@@ -434,3 +437,84 @@ def test_each_similarity_arm_must_be_inside_the_band() -> None:
         _counts((16, 20), (0, 40), low=(16, 20), high=(0, 0)), CalibrationOptions()
     )
     assert none_high.reason.startswith("no valid B or E answer under high similarity")
+
+
+# --- a depth design ------------------------------------------------------------------------------
+
+
+def _depth_design(folder: Path) -> Path:
+    """The worked depth grid as a small design: one length of 12, six cases (one square)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    grid = json.loads((ROOT / "protocols" / "depth-grid.json").read_text(encoding="utf-8"))
+    grid.pop("description")
+    grid.update(version=5, lengths=[12], cases=6)
+    path = folder / "design.json"
+    path.write_text(json.dumps(grid), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def depth_pilot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("depth")
+    simulated_pilot(root / "pilot", _depth_design(root), cases=6, allow=6 * 2 * 12)
+    return root / "pilot"
+
+
+DEPTH_FAST = {"effect": 0.3, "simulations": 100, "max_cases": 24}
+
+
+def test_a_depth_pilot_calibrates_with_its_ends_interior_and_contrast(depth_pilot: Path) -> None:
+    result = calibrate(depth_pilot, CalibrationOptions(**DEPTH_FAST))
+    rec = result.record
+    assert rec.power_model is None and rec.depth_model is not None and rec.model is rec.depth_model
+    # The ends are the first and last depth, the middle the three interior depths.
+    inp = from_run(depth_pilot / "run", pilot=True)
+    for c in rec.lengths:
+        rows = [o for o in inp.outcomes if o.length == c.length and o.valid]
+        ends = [o for o in rows if o.condition in ("D0", "D1") and o.similarity == "low"]
+        inner = [o for o in rows if o.condition in ("D0.25", "D0.5", "D0.75")]
+        inner_low = [o for o in inner if o.similarity == "low"]
+        assert c.end_low.trials == len(ends) == 12
+        assert c.middle.trials == len(inner_low) == 18
+        assert c.failures.trials == 72  # 12 requests per case and length
+    m = rec.depth_model
+    assert m.conditions == ("D0", "D0.25", "D0.5", "D0.75", "D1", "A")
+    assert m.weights == tuple(contrast_weights("ends-minus-interior", [0, 0.25, 0.5, 0.75, 1]))
+    assert rec.verdict == cr.RECOMMENDED and rec.recommended_cases % 6 == 0
+    assert [r.cases for r in rec.power_table] == list(range(6, rec.recommended_cases + 1, 6))
+    protocol = result.protocol
+    assert protocol is not None and protocol["depths"] == [0, 0.25, 0.5, 0.75, 1]
+    assert protocol["cases"] == rec.recommended_cases
+    lines = "\n".join(calibration_lines(rec))
+    assert "end (first and last depth) accuracy" in lines and "a case's 12 requests" in lines
+    assert "largest contrast these rates allow" in lines
+    # The record survives its file.
+    rationale = json.loads(json.dumps(protocol["rationale"]))
+    assert from_plain(CalibrationRecord, rationale, "rationale") == rec
+
+
+def test_a_depth_calibration_that_misses_power_writes_the_declared_descriptive_count(
+    depth_pilot: Path, tmp_path: Path
+) -> None:
+    strict = dict(DEPTH_FAST, effect=0.25, target_power=0.99, max_cases=12)
+    none = calibrate(depth_pilot, CalibrationOptions(**strict))
+    assert none.protocol is None and none.record.verdict == cr.NOT_REACHED
+    result = calibrate(depth_pilot, CalibrationOptions(**strict, descriptive_cases=6))
+    rec = result.record
+    assert rec.verdict == cr.DESCRIPTIVE and rec.recommended_cases == 6
+    assert result.protocol is not None and result.protocol["cases"] == 6
+    assert "descriptive, underpowered" in result.protocol["description"]
+    at = next(r for r in rec.power_table if r.cases == 6)
+    assert f"power {at.power:.3f} at effect 0.25" in rec.reason
+    assert rec.rules.descriptive_cases == 6
+    head = "DESCRIPTIVE (power not reached): v7"
+    assert any(line.startswith(head) for line in calibration_lines(rec))
+    write_report(rec, tmp_path / "cal.json")
+    assert read_report(tmp_path / "cal.json") == rec
+    # The calibrated depth version prepares and verifies like any other.
+    path = write_protocol(result.protocol, tmp_path / "v7.json")
+    folder = prepare(tmp_path / "prepared", path)
+    assert verify_prepared(folder).ok
+    for bad in (5, 18):  # not a multiple of the six orders; above the search bound of 12
+        with pytest.raises(NeedlepointError, match=f"--descriptive-cases {bad}: must be"):
+            calibrate(depth_pilot, CalibrationOptions(**strict, descriptive_cases=bad))

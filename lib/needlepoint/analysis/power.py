@@ -180,26 +180,28 @@ class PowerStudy:
         object.__setattr__(self, "effects", tuple(self.effects))
 
 
-def design_index(protocol: dict[str, Any], n_cases: int) -> tuple[np.ndarray, list[Any]]:
+def design_index(
+    protocol: dict[str, Any], n_cases: int, conditions: tuple[str, ...] = CONDITIONS
+) -> tuple[np.ndarray, list[Any]]:
     """Column of each (case, length, similarity, condition) in the real execution order."""
     from needlepoint.design.generate import execution_plan
 
     slots = execution_plan(dict(protocol, cases=n_cases))
     lengths, sims = list(protocol["lengths"]), ["low", "high"]
-    index = np.full((n_cases, len(lengths), 2, len(CONDITIONS)), -1, dtype=np.int64)
+    index = np.full((n_cases, len(lengths), 2, len(conditions)), -1, dtype=np.int64)
     for col, s in enumerate(slots):
         index[
             s.case_index,
             lengths.index(s.length),
             sims.index(s.similarity),
-            CONDITIONS.index(s.condition),
+            conditions.index(s.condition),
         ] = col
     if (index < 0).any():
         raise NeedlepointError("power: the execution plan does not cover every cell")
     return index, list(slots)
 
 
-def simulate_runs(
+def simulate_answers(
     protocol: dict[str, Any],
     n_cases: int,
     accuracy: dict[tuple[str, str], float],
@@ -207,14 +209,17 @@ def simulate_runs(
     uniforms: tuple[np.ndarray, np.ndarray],
     stop_after: int,
     case_shift: np.ndarray | None = None,
+    conditions: tuple[str, ...] = CONDITIONS,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-case integer numerators (sum over lengths of twice the difference) and completeness.
+    """Simulated runs in the real execution order: (correct, valid) as arrays indexed
+    (run, case, length, similarity, condition).
 
     ``accuracy`` maps (similarity, condition) to P(correct); ``uniforms`` are two (runs × slots)
     arrays of U(0, 1) draws, shared across effect sizes so the power curve is smooth;
-    ``case_shift`` (runs × cases) moves every answer of a case on the logit scale.
+    ``case_shift`` (runs × cases) moves every answer of a case on the logit scale. A failure is
+    never an answer, and the runner's stop rule leaves every later slot unsent.
     """
-    index, slots = design_index(protocol, n_cases)
+    index, slots = design_index(protocol, n_cases, conditions)
     p = np.array([accuracy[(s.similarity, s.condition)] for s in slots])
     u_answer, u_fail = uniforms
     if case_shift is not None:
@@ -229,9 +234,25 @@ def simulate_runs(
         stops = window.any(axis=1)
         last = np.where(stops, window.argmax(axis=1) + stop_after - 1, failed.shape[1])
         valid &= np.arange(failed.shape[1]) <= last[:, None]  # the rest is never sent
-    v, c = valid[:, index], correct[:, index].astype(np.int64)  # (runs, case, length, sim, cond)
+    return correct[:, index], valid[:, index]
+
+
+def simulate_runs(
+    protocol: dict[str, Any],
+    n_cases: int,
+    accuracy: dict[tuple[str, str], float],
+    failure_rate: float,
+    uniforms: tuple[np.ndarray, np.ndarray],
+    stop_after: int,
+    case_shift: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-case integer numerators (sum over lengths of twice the difference) and completeness
+    (``simulate_answers`` read with the one metric)."""
+    correct, v = simulate_answers(
+        protocol, n_cases, accuracy, failure_rate, uniforms, stop_after, case_shift
+    )
     complete = v.all(axis=(2, 3, 4))
-    nums, _ = numerators(c[..., : len("BME")])
+    nums, _ = numerators(correct.astype(np.int64)[..., : len("BME")])
     return nums, complete
 
 

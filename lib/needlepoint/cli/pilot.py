@@ -136,6 +136,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         seed=args.seed,
         version=args.version,
         band_per_similarity=not args.pooled_band,
+        descriptive_cases=args.descriptive_cases,
     )
     records = records_for(root)
     where = "nothing on record searched" if root is None else f"{len(records)} on record"
@@ -235,6 +236,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--simulations", type=types.whole(1, MAX_SIMULATIONS), default=1000, help="runs per count"
     )
     c.add_argument("--seed", type=types.seed, default=20260930, help="power simulation seed")
+    c.add_argument(
+        "--descriptive-cases",
+        type=types.whole(1, MAX_SEARCH_CASES),
+        metavar="N",
+        help="when no count reaches the power, still write the version at N cases, labelled "
+        "descriptive (declare it before the pilot)",
+    )
     c.add_argument(
         "--version", type=types.whole(1, 2**31 - 1), help="new version (default: design's + 2)"
     )

@@ -396,7 +396,7 @@ def figures_step(step: CalibrationStep, effects: list[float]) -> list[str]:
     out = step.out_dir
     accuracy_by_length(rec, out / ACCURACY_FIGURE)
     names = [ACCURACY_FIGURE]
-    if rec.power_model is None or not rec.power_table:
+    if rec.model is None or not rec.power_table:
         return names
     step_size = len(step.design["orders"])
     top = rec.recommended_cases or rec.power_table[-1].cases
@@ -404,7 +404,7 @@ def figures_step(step: CalibrationStep, effects: list[float]) -> list[str]:
     counts = tuple(sorted({half, top}))
     if not effects or any(e < 0 for e in effects):
         raise NeedlepointError("effects: give non-negative added middle losses")
-    model = rec.power_model
+    model = rec.model
     grid = [e for e in effects if max(0.0, model.smallest_effect) <= e <= model.largest_effect]
     table = power_table(rec, step.design, counts, tuple(grid))
     write_bytes_atomic(

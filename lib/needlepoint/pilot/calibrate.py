@@ -13,7 +13,14 @@ The rules (docs/pilot.md) are fixed before the pilot is read:
 3. The recommended count is the smallest multiple of the number of orders, up to
    ``max_cases`` (and ``max_requests`` planned requests, when given), whose simulated power at
    ``effect`` reaches ``target_power`` while the mean number of complete cases is at least
-   ``complete_margin`` × the analysis minimum.
+   ``complete_margin`` × the analysis minimum. When none does and a descriptive count was
+   declared (``descriptive_cases``), the version is written at that count and labelled
+   descriptive: underpowered for the preregistered decision, with its power shown.
+
+A depth design (``depths``) is calibrated by the same rules: its ends are the first and last
+depth, its middle the interior depths, a case has ``2 × conditions`` requests per length, and the
+power model is ``analysis.depth.power.DepthPowerModel``, whose effect is the expected value of
+the design's preregistered contrast.
 
 The calibration record: the ``rationale`` of a calibrated protocol, and `calibrate --report`.
 
@@ -37,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import needlepoint
+from needlepoint.analysis.depth import contrast_weights
+from needlepoint.analysis.depth.power import DepthPowerModel, depth_model, depth_power_grid
 from needlepoint.analysis.inputs import AnalysisInput, from_run
 from needlepoint.analysis.power import PowerModel, PowerStudy, power_grid
 from needlepoint.design import protocol as protocol_mod
@@ -48,6 +57,7 @@ from needlepoint.pilot.options import (
     REQUESTS_PER_PAIR,
     CalibrationOptions,
     case_bound,
+    check_descriptive,
     check_effect,
     check_options,
     check_search,
@@ -60,7 +70,7 @@ from needlepoint.pilot.record import (
     design_ref,
     read_pilot_record,
 )
-from needlepoint.pilot.stats import LengthCounts, length_counts, pooled
+from needlepoint.pilot.stats import LengthCounts, Roles, length_counts, pooled
 from needlepoint.schema import AddedLater, to_plain
 
 CALIBRATION_FORMAT = "needlepoint-calibration"
@@ -71,6 +81,8 @@ RECOMMENDED = "recommended"
 NO_LENGTH = "no length qualifies"
 ABOVE_ATTAINABLE = "effect above the largest attainable"
 NOT_REACHED = "power not reached"
+DESCRIPTIVE = "descriptive: power not reached"
+WRITES_PROTOCOL = (RECOMMENDED, DESCRIPTIVE)
 
 
 @dataclass(frozen=True)
@@ -79,9 +91,10 @@ class CalibrationRules(AddedLater):
 
     ``band_per_similarity`` came later: true when each similarity arm's end accuracy had to be
     inside the band; absent in a record made before, whose band read both arms pooled.
+    ``descriptive_cases`` came later too: the count written when power is not reached.
     """
 
-    ADDED_LATER = ("band_per_similarity",)
+    ADDED_LATER = ("band_per_similarity", "descriptive_cases")
 
     band_low: float
     band_high: float
@@ -95,6 +108,7 @@ class CalibrationRules(AddedLater):
     simulations: int
     seed: int
     band_per_similarity: bool | None = None
+    descriptive_cases: int | None = None
 
 
 @dataclass(frozen=True)
@@ -146,8 +160,13 @@ class PowerRow:
 
 
 @dataclass(frozen=True)
-class CalibrationRecord:
-    """Why a calibrated version has its lengths and case count, or why there is none."""
+class CalibrationRecord(AddedLater):
+    """Why a calibrated version has its lengths and case count, or why there is none.
+
+    ``depth_model`` came later: a depth design's power model (``power_model`` is then None).
+    """
+
+    ADDED_LATER = ("depth_model",)
 
     kind: str
     format: str
@@ -168,16 +187,24 @@ class CalibrationRecord:
     materials_seed: HeldOutSeed | None
     verdict: str
     reason: str
+    depth_model: DepthPowerModel | None = None
+
+    @property
+    def model(self) -> PowerModel | DepthPowerModel | None:
+        """The power model the search used, whichever kind of design."""
+        return self.power_model if self.depth_model is None else self.depth_model
 
 
 def pilot_model(
     inp: AnalysisInput, lengths: tuple[int, ...], design: dict[str, Any]
-) -> PowerModel | str:
+) -> PowerModel | DepthPowerModel | str:
     """Rule 2: the power model of the pilot's per-similarity accuracies over the chosen lengths.
 
     Returns the reason instead when a condition has no valid answer over those lengths (the
     high-similarity middle is shown, not needed: the effect sets it).
     """
+    if "depths" in design:
+        return pilot_depth_model(inp, lengths, design)
     p = pooled(inp.outcomes, lengths)
     acc = {k: v.estimate for k, v in p.items()}
     needed = ("B", "M", "E", "A", "high B", "high E", "high A", "failure")
@@ -198,10 +225,45 @@ def pilot_model(
     )
 
 
-def unattainable(model: PowerModel, effect: float, lengths: tuple[int, ...]) -> str | None:
+def pilot_depth_model(
+    inp: AnalysisInput, lengths: tuple[int, ...], design: dict[str, Any]
+) -> DepthPowerModel | str:
+    """Rule 2 for a depth design: every condition's accuracy per similarity over the chosen
+    lengths (a lowered depth's high rate is shown, not needed: the effect sets it)."""
+    conditions = Roles.of(design).conditions
+    p = pooled(inp.outcomes, lengths, conditions)
+    low = {c: p[c].estimate for c in conditions}
+    high = {c: p["high " + c].estimate for c in conditions}
+    shown = ", ".join(map(str, lengths))
+    for c in conditions:
+        if low[c] is None:
+            return f"no valid {c} answer under low similarity at lengths {shown}"
+    depths = [float(d) for d in design["depths"]]
+    weights = [*contrast_weights(design["analysis"]["contrast"], depths), 0.0]  # A: weight 0
+    for c, w in zip(conditions, weights, strict=True):
+        if w >= 0 and high[c] is None:
+            return f"no valid {c} answer under high similarity at lengths {shown}"
+    failure = float(p["failure"].estimate or 0)
+    return depth_model(design, {c: float(v or 0) for c, v in low.items()}, high, failure)
+
+
+def unattainable(
+    model: PowerModel | DepthPowerModel, effect: float, lengths: tuple[int, ...]
+) -> str | None:
     """Why the pilot's rates cannot produce ``effect``; None when they can."""
     if effect <= model.largest_effect:
         return None
+    if isinstance(model, DepthPowerModel):
+        rates = "; ".join(
+            f"{c} {lo:.3f} (low) {'—' if hi is None else f'{hi:.3f}'} (high)"
+            for c, lo, hi in zip(model.conditions, model.low, model.high, strict=True)
+        )
+        return (
+            f"the pilot's rates (lengths {', '.join(map(str, lengths))}) allow a contrast of at "
+            f"most {model.largest_effect:.3f}, below the effect {effect:g} ({rates}): even "
+            "interior depths that are always wrong under high similarity give no more, so no "
+            "case count can power it"
+        )
     return (
         f"the pilot's rates (lengths {', '.join(map(str, lengths))}) allow an added middle loss "
         f"of at most {model.largest_effect:.3f}, below the effect {effect:g}: with B "
@@ -244,10 +306,12 @@ def band_misses(c: LengthCounts, o: CalibrationOptions) -> list[str]:
     return out
 
 
-def verdict_of(c: LengthCounts, o: CalibrationOptions) -> LengthVerdict:
-    """Apply rule 1 to one length."""
+def verdict_of(
+    c: LengthCounts, o: CalibrationOptions, per_pair: int = REQUESTS_PER_PAIR
+) -> LengthVerdict:
+    """Apply rule 1 to one length (``per_pair``: a case's requests at one length)."""
     f = c.failures.estimate
-    pair = None if f is None else (1 - f) ** REQUESTS_PER_PAIR
+    pair = None if f is None else (1 - f) ** per_pair
     end = c.end.estimate
     misses = band_misses(c, o)
     in_band = not misses
@@ -259,7 +323,7 @@ def verdict_of(c: LengthCounts, o: CalibrationOptions) -> LengthVerdict:
         shown = "unknown" if pair is None else f"{pair:.3f}"
         reason = f"failure rate leaves a pair complete with probability {shown} only"
     elif c.middle.trials == 0 or c.refusal.trials == 0:
-        reason = "no valid M (low similarity) or A answer"
+        reason = "no valid middle (low similarity) or A answer"
     else:
         ok = True
         which = (
@@ -283,8 +347,25 @@ def calibrated_protocol(
     return p
 
 
+def requests_per_pair(design: dict[str, Any]) -> int:
+    """A case's requests at one length: both similarity blocks of every condition."""
+    return 2 * len(Roles.of(design).conditions)
+
+
+def power_rows(
+    model: PowerModel | DepthPowerModel, study: PowerStudy, protocol: dict[str, Any]
+) -> Any:
+    """The power table of either kind of design (``analysis.power.POWER_COLUMNS``)."""
+    if isinstance(model, DepthPowerModel):
+        return depth_power_grid(model, study, protocol)
+    return power_grid(model, study, protocol)
+
+
 def _search(
-    model: PowerModel, o: CalibrationOptions, design: dict[str, Any], lengths: tuple[int, ...]
+    model: PowerModel | DepthPowerModel,
+    o: CalibrationOptions,
+    design: dict[str, Any],
+    lengths: tuple[int, ...],
 ) -> tuple[list[PowerRow], int | None]:
     """Rule 3: the power table of every count tried, and the first count that meets it."""
     step = len(design["orders"])
@@ -293,24 +374,37 @@ def _search(
     # The simulation reads the design's orders, runner and analysis and the chosen lengths; the
     # case count comes from the study, and the seed and version play no part.
     protocol = {**design, "lengths": list(lengths)}
-    for cases in range(step, case_bound(o, lengths) + 1, step):
-        study = PowerStudy(
-            cases=(cases,), effects=(o.effect,), simulations=o.simulations, seed=o.seed
-        )
-        row = PowerRow.of(power_grid(model, study, protocol).iloc[0])
+    for cases in range(step, case_bound(o, lengths, requests_per_pair(design)) + 1, step):
+        row = power_at(model, o, protocol, cases)
         rows.append(row)
         if row.power >= o.target_power and row.mean_complete_cases >= o.complete_margin * minimum:
             return rows, cases
     return rows, None
 
 
-def threshold_power(model: PowerModel, o: CalibrationOptions, protocol: dict[str, Any]) -> float:
+def power_at(
+    model: PowerModel | DepthPowerModel,
+    o: CalibrationOptions,
+    protocol: dict[str, Any],
+    cases: int,
+    effect: float | None = None,
+) -> PowerRow:
+    """One row of the search: power at ``cases`` and the effect (the calibration's own)."""
+    study = PowerStudy(
+        cases=(cases,),
+        effects=(o.effect if effect is None else effect,),
+        simulations=o.simulations,
+        seed=o.seed,
+    )
+    return PowerRow.of(power_rows(model, study, protocol).iloc[0])
+
+
+def threshold_power(
+    model: PowerModel | DepthPowerModel, o: CalibrationOptions, protocol: dict[str, Any]
+) -> float:
     """Power at an effect equal to the threshold, for the recommended design (shown, not used)."""
     threshold = float(protocol["analysis"]["threshold"])
-    study = PowerStudy(
-        cases=(protocol["cases"],), effects=(threshold,), simulations=o.simulations, seed=o.seed
-    )
-    return float(power_grid(model, study, protocol)["power"].iloc[0])
+    return power_at(model, o, protocol, int(protocol["cases"]), threshold).power
 
 
 def load_pilot(pilot_dir: str | Path) -> tuple[Any, dict[str, Any], AnalysisInput]:
@@ -344,13 +438,6 @@ def calibrate(
     o = options or CalibrationOptions()
     check_options(o)
     record, design, inp = load_pilot(pilot_dir)
-    if "depths" in design:
-        # The power search simulates the B/M/E metric; a depth design's contrast needs its own.
-        raise NeedlepointError(
-            f"{pilot_dir}: a depth design's pilot (depths {design['depths']}) cannot be "
-            "calibrated yet: the length rule and the power search model B, M and E only "
-            "(its rows are in run/results.csv)"
-        )
     check_effect(o, float(design["analysis"]["threshold"]))
     check_search(o, len(design["orders"]))
     version = o.version if o.version is not None else design["version"] + 2
@@ -359,13 +446,15 @@ def calibrate(
             f"--version {version}: must be a positive version other than the design's "
             f"(v{design['version']}) and the pilot's (v{record.protocol_version})"
         )
-    counts = tuple(length_counts(inp.outcomes, n) for n in sorted(record.lengths))
-    verdicts = tuple(verdict_of(c, o) for c in counts)
+    roles, per_pair = Roles.of(design), requests_per_pair(design)
+    counts = tuple(length_counts(inp.outcomes, n, roles) for n in sorted(record.lengths))
+    verdicts = tuple(verdict_of(c, o, per_pair) for c in counts)
     chosen = tuple(v.length for v in verdicts if v.qualifies)
     rules = CalibrationRules(
         o.band_low, o.band_high, o.min_pair_complete, design["analysis"]["threshold"],
         o.effect, o.target_power, o.complete_margin, o.max_cases, o.max_requests,
         o.simulations, o.seed, band_per_similarity=True if o.band_per_similarity else None,
+        descriptive_cases=o.descriptive_cases,
     )  # fmt: skip
     base = dict(
         kind=CALIBRATION_KIND,
@@ -411,17 +500,24 @@ def calibrate(
             reason=model,
         )
         return Calibration(rec, None)
+    models: dict[str, Any] = (
+        dict(power_model=None, depth_model=model)
+        if isinstance(model, DepthPowerModel)
+        else dict(power_model=model)
+    )
     largest = dict(largest_effect=model.largest_effect)
     why = unattainable(model, o.effect, chosen)
     if why is not None:
         rec = CalibrationRecord(
-            **base, power_model=model, **largest, **empty, **none,
+            **base, **models, **largest, **empty, **none,
             verdict=ABOVE_ATTAINABLE, reason=why,
         )  # fmt: skip
         return Calibration(rec, None)
+    bound = case_bound(o, chosen, per_pair)
+    check_descriptive(o, len(design["orders"]), bound)
     rows, cases = _search(model, o, design, chosen)
+    verdict = RECOMMENDED
     if cases is None:
-        bound = case_bound(o, chosen)
         budget = "" if o.max_requests is None else f" (--max-requests {o.max_requests})"
         best = max(rows, key=lambda r: r.power, default=None)
         reason = (
@@ -429,34 +525,45 @@ def calibrate(
             f"{o.target_power:.0%} power at effect {o.effect:g}"
             + ("" if best is None else f" (best {best.power:.3f} at {best.cases} cases)")
         )
-        rec = CalibrationRecord(
-            **base, power_model=model, **largest, power_table=tuple(rows),
-            power_at_threshold=None,
-            recommended_cases=None, **none, verdict=NOT_REACHED, reason=reason,
-        )  # fmt: skip
-        return Calibration(rec, None)
+        if o.descriptive_cases is None:
+            rec = CalibrationRecord(
+                **base, **models, **largest, power_table=tuple(rows),
+                power_at_threshold=None,
+                recommended_cases=None, **none, verdict=NOT_REACHED, reason=reason,
+            )  # fmt: skip
+            return Calibration(rec, None)
+        cases = o.descriptive_cases
+        at = next(r for r in rows if r.cases == cases)  # the search tried every count to bound
+        verdict = DESCRIPTIVE
+        reason += (
+            f"; the declared descriptive count, {cases} cases, has power {at.power:.3f} at "
+            f"effect {o.effect:g}: its decision is reported, underpowered"
+        )
+    else:
+        reason = (
+            f"lengths {', '.join(map(str, chosen))}: {cases} cases reach power "
+            f"{rows[-1].power:.3f} at effect {o.effect:g}"
+        )
     pilot_protocol = load_prepared(Path(pilot_dir) / PREPARED_DIR).protocol
+    n_cases = cases
 
     def candidate(materials_seed: int) -> dict[str, Any]:
         # One function for every seed tried and for the one chosen: what was checked for
         # overlap is exactly what is written.
-        return calibrated_protocol(design, chosen, cases, materials_seed, version)
+        return calibrated_protocol(design, chosen, n_cases, materials_seed, version)
 
     seed = calibrated_seed(design["seeds"]["materials"], pilot_protocol, candidate, records)
     protocol = candidate(seed.seed)
-    reason = (
-        f"lengths {', '.join(map(str, chosen))}: {cases} cases reach power "
-        f"{rows[-1].power:.3f} at effect {o.effect:g}"
-    )
     rec = CalibrationRecord(
-        **base, power_model=model, **largest, power_table=tuple(rows),
+        **base, **models, **largest, power_table=tuple(rows),
         power_at_threshold=threshold_power(model, o, protocol), recommended_cases=cases,
-        protocol_version=version, materials_seed=seed, verdict=RECOMMENDED, reason=reason,
+        protocol_version=version, materials_seed=seed, verdict=verdict, reason=reason,
     )  # fmt: skip
     label = "a SIMULATED pilot" if inp.simulation else "pilot"
+    kind = "descriptive, underpowered: " if verdict == DESCRIPTIVE else ""
     protocol["description"] = (
         f"{design['protocol_id']} v{version}: v{design['version']} calibrated on {label} "
-        f"{rec.pilot.journal_sha256[:12]} (held-out materials): lengths "
+        f"{rec.pilot.journal_sha256[:12]} (held-out materials): {kind}lengths "
         f"{', '.join(map(str, chosen))}, {cases} cases"
     )
     protocol["rationale"] = to_plain(rec)

@@ -37,6 +37,9 @@ class CalibrationOptions:
     # Each similarity arm's end accuracy must be inside the band (issue 34). Off only to
     # re-derive a calibration made before, when the band read both arms pooled.
     band_per_similarity: bool = True
+    # When no count within the bound reaches the target power, write a protocol at this many
+    # cases anyway, labelled descriptive (declared before the pilot; None: write nothing).
+    descriptive_cases: int | None = None
 
 
 def check_options(o: CalibrationOptions) -> None:
@@ -68,6 +71,16 @@ def check_search(o: CalibrationOptions, step: int, lengths: int = 1) -> None:
         )
 
 
+def check_descriptive(o: CalibrationOptions, step: int, bound: int) -> None:
+    """A descriptive count must be a positive multiple of the order count within the bound."""
+    n = o.descriptive_cases
+    if n is not None and (n < 1 or n % step or n > bound):
+        raise NeedlepointError(
+            f"--descriptive-cases {n}: must be a positive multiple of the {step} orders and at "
+            f"most {bound} (the search bound at the qualifying lengths)"
+        )
+
+
 def check_effect(o: CalibrationOptions, threshold: float) -> None:
     """The effect must exceed the design's threshold, or 80% power is out of reach."""
     if not threshold < o.effect <= 1:
@@ -78,7 +91,10 @@ def check_effect(o: CalibrationOptions, threshold: float) -> None:
         )
 
 
-def case_bound(o: CalibrationOptions, lengths: tuple[int, ...]) -> int:
-    """The largest count the search may try: ``max_cases``, or fewer within ``max_requests``."""
-    per_case = len(lengths) * REQUESTS_PER_PAIR
+def case_bound(
+    o: CalibrationOptions, lengths: tuple[int, ...], per_pair: int = REQUESTS_PER_PAIR
+) -> int:
+    """The largest count the search may try: ``max_cases``, or fewer within ``max_requests``
+    (``per_pair``: a case's requests at one length, 8 in the reference design)."""
+    per_case = len(lengths) * per_pair
     return o.max_cases if o.max_requests is None else min(o.max_cases, o.max_requests // per_case)

@@ -14,7 +14,7 @@ from typing import Any
 from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex, write_bytes_atomic
-from needlepoint.schema import document_bytes, read_versioned
+from needlepoint.schema import AddedLater, document_bytes, read_versioned
 
 PILOT_FORMAT = "needlepoint-pilot"
 PILOT_VERSION = 1
@@ -26,8 +26,13 @@ RUN_DIR = "run"
 
 
 @dataclass(frozen=True)
-class DesignRef:
-    """The design a pilot calibrates, as it was given to ``needlepoint pilot``."""
+class DesignRef(AddedLater):
+    """The design a pilot calibrates, as it was given to ``needlepoint pilot``.
+
+    ``depths`` came later: a depth design's grid (absent for a B/M/E design).
+    """
+
+    ADDED_LATER = ("depths",)
 
     protocol_id: str
     version: int
@@ -36,6 +41,7 @@ class DesignRef:
     materials_seed: int
     lengths: tuple[int, ...]
     cases: int
+    depths: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,7 @@ def design_ref(protocol: dict[str, Any]) -> DesignRef:
         materials_seed=protocol["seeds"]["materials"],
         lengths=tuple(protocol["lengths"]),
         cases=protocol["cases"],
+        depths=tuple(protocol["depths"]) if "depths" in protocol else None,
     )
 
 

@@ -77,13 +77,18 @@ SIMULATED = "SIMULATED pilot - not a model result"
 def _head(rec: cr.CalibrationRecord) -> list[str]:
     r, d = rec.rules, rec.design
     label = f"{SIMULATED}: " if rec.pilot.simulation else ""
+    if d.depths is not None:
+        n = 2 * (len(d.depths) + 1)  # every depth and A, under both similarities
+        ends, effect = "end (first and last depth)", "contrast (high − low similarity)"
+    else:
+        n, ends, effect = REQUESTS_PER_PAIR, "end (B+E)", "added middle loss"
     return [
         f"{label}calibration of {d.protocol_id} v{d.version} from the pilot (protocol "
         f"v{rec.pilot.protocol_version}, materials seed {rec.pilot.materials_seed}, journal "
         f"{rec.pilot.journal_sha256[:16]})",
-        f"rules: end (B+E) accuracy in [{r.band_low:g}, {r.band_high:g}]; a case's 8 requests "
+        f"rules: {ends} accuracy in [{r.band_low:g}, {r.band_high:g}]; a case's {n} requests "
         f"at a length all valid with probability >= {r.min_pair_complete:g}; "
-        f"{r.target_power:.0%} power at added middle loss {r.effect:g}",
+        f"{r.target_power:.0%} power at {effect} {r.effect:g}",
     ]
 
 
@@ -170,10 +175,30 @@ def _length_lines(rec: cr.CalibrationRecord) -> list[str]:
     return lines
 
 
+def _depth_model_lines(rec: cr.CalibrationRecord) -> list[str]:
+    m = rec.depth_model
+    if m is None:
+        return []
+    weights = [*m.weights, 0.0]
+    low = ", ".join(f"{c} {v:.3f}" for c, v in zip(m.conditions, m.low, strict=True))
+    shown = " (shown, the effect sets it)"
+    high = ", ".join(
+        f"{c} {'—' if v is None else f'{v:.3f}'}" + (shown if w < 0 else "")
+        for c, v, w in zip(m.conditions, m.high, weights, strict=True)
+    )
+    own = "—" if m.own_effect is None else f"{m.own_effect:.3f}"
+    return [
+        f"power model (pilot, lengths {', '.join(map(str, rec.chosen_lengths))}): low "
+        f"similarity {low}; high similarity {high}; failure rate {m.failure_rate:.3f}, run "
+        f"stops after {m.stop_after} consecutive failures",
+        f"largest contrast these rates allow: {m.largest_effect:.3f} (the pilot's own: {own})",
+    ]
+
+
 def _model_lines(rec: cr.CalibrationRecord) -> list[str]:
     m = rec.power_model
     if m is None:
-        return []
+        return _depth_model_lines(rec)
     high_m = "—" if m.high_m is None else f"{m.high_m:.3f}"
     return [
         f"power model (pilot, lengths {', '.join(map(str, rec.chosen_lengths))}): low "
@@ -197,13 +222,14 @@ def _search_lines(rec: cr.CalibrationRecord) -> list[str]:
 
 
 def _recommendation_lines(rec: cr.CalibrationRecord) -> list[str]:
-    if rec.verdict != cr.RECOMMENDED or rec.materials_seed is None:
+    if rec.verdict not in cr.WRITES_PROTOCOL or rec.materials_seed is None:
         return [f"NO PROTOCOL WRITTEN: {rec.verdict}: {rec.reason}"]
     s = rec.materials_seed
     origin = "the design's own" if s.attempt == 0 else f"derived, attempt {s.attempt}"
     also = " and from every design on record" if s.rule.endswith(RECORD_RULE) else ""
+    head = "recommended" if rec.verdict == cr.RECOMMENDED else "DESCRIPTIVE (power not reached)"
     return [
-        f"recommended: v{rec.protocol_version} with lengths "
+        f"{head}: v{rec.protocol_version} with lengths "
         f"{', '.join(map(str, rec.chosen_lengths))} and {rec.recommended_cases} cases "
         f"({rec.reason}); at the threshold itself power is {rec.power_at_threshold:.3f}",
         f"materials seed {s.seed} ({origin}; disjoint from the pilot's materials{also})",
@@ -285,15 +311,15 @@ def power_table(
     calibrated protocol). The seed and simulations are the search's, so the power at the
     calibration's effect for a count it tried is exactly the one in its power table.
     """
-    from needlepoint.analysis.power import PowerStudy, power_grid
-    from needlepoint.pilot.calibrate import calibrated_protocol
+    from needlepoint.analysis.power import PowerStudy
+    from needlepoint.pilot.calibrate import calibrated_protocol, power_rows
 
-    if rec.power_model is None or not rec.chosen_lengths:
+    if rec.model is None or not rec.chosen_lengths:
         raise ValueError("this calibration has no power model")
     protocol = calibrated_protocol(design, rec.chosen_lengths, max(cases), 0, rec.design.version)
     r = rec.rules
     study = PowerStudy(cases=cases, effects=effects, simulations=r.simulations, seed=r.seed)
-    return power_grid(rec.power_model, study, protocol)
+    return power_rows(rec.model, study, protocol)
 
 
 def power_curve(table: Any, rec: cr.CalibrationRecord, path: str | Path) -> Path:

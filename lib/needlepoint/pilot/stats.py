@@ -4,6 +4,9 @@ Accuracies count protocol-valid responses only (a failure is never a wrong answe
 rate counts protocol failures, indeterminate ones included, among the requests that were sent.
 Every proportion carries its Clopper–Pearson interval: the exact binomial interval, from the
 beta distribution's quantiles.
+
+The ends and the middle are roles (``Roles``): B and E against M in the reference design, and in
+a depth design the first and last depth against the interior depths.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from needlepoint.analysis.inputs import Outcome
 
@@ -45,16 +49,38 @@ class Proportion:
         )
 
 
+class Roles(NamedTuple):
+    """Which conditions are the ends and which the middle of a design's position curve (in
+    memory only, never written)."""
+
+    ends: tuple[str, ...] = ("B", "E")
+    middle: tuple[str, ...] = ("M",)
+    conditions: tuple[str, ...] = ("B", "M", "E", "A")
+
+    @classmethod
+    def of(cls, protocol: dict[str, Any]) -> Roles:
+        """The reference roles, or a depth design's: first and last depth, the interior."""
+        if "depths" not in protocol:
+            return cls()
+        conditions = tuple(str(c) for c in protocol["conditions"])
+        present = tuple(c for c in conditions if c != "A")
+        return cls((present[0], present[-1]), present[1:-1], conditions)
+
+
 @dataclass(frozen=True)
 class LengthCounts:
-    """What the pilot measured at one background length (both similarities pooled)."""
+    """What the pilot measured at one background length (both similarities pooled).
+
+    ``end`` is B and E (a depth design: its first and last depth), ``middle`` M (the interior
+    depths).
+    """
 
     length: int
-    end: Proportion  # B and E: correct among valid (the band rule reads this one)
-    end_low: Proportion  # B and E under low similarity
-    end_high: Proportion  # B and E under high similarity
-    middle: Proportion  # M under low similarity: the power model's baseline
-    middle_high: Proportion  # M under high similarity: shown, never used to calibrate
+    end: Proportion  # the ends: correct among valid (the band rule reads this one)
+    end_low: Proportion  # the ends under low similarity
+    end_high: Proportion  # the ends under high similarity
+    middle: Proportion  # the middle under low similarity: the power model's baseline
+    middle_high: Proportion  # the middle under high similarity: shown, never used to calibrate
     refusal: Proportion  # A: UNKNOWN among valid
     failures: Proportion  # protocol failures among the requests sent
     unexecuted: int
@@ -67,18 +93,23 @@ def _accuracy(rows: Iterable[Outcome]) -> Proportion:
     return Proportion.of(sum(r.status == "correct" for r in valid), len(valid))
 
 
-def length_counts(outcomes: Iterable[Outcome], length: int) -> LengthCounts:
+def length_counts(
+    outcomes: Iterable[Outcome], length: int, roles: Roles | None = None
+) -> LengthCounts:
     """The pilot's proportions at one length."""
+    r = roles or Roles()
     rows = [o for o in outcomes if o.length == length]
     sent = [o for o in rows if o.status != "unexecuted"]
     failed = [o for o in sent if o.status == "protocol_failure"]
     return LengthCounts(
         length=length,
-        end=_accuracy(o for o in rows if o.condition in ("B", "E")),
-        end_low=_accuracy(o for o in rows if o.condition in ("B", "E") and o.similarity == "low"),
-        end_high=_accuracy(o for o in rows if o.condition in ("B", "E") and o.similarity == "high"),
-        middle=_accuracy(o for o in rows if o.condition == "M" and o.similarity == "low"),
-        middle_high=_accuracy(o for o in rows if o.condition == "M" and o.similarity == "high"),
+        end=_accuracy(o for o in rows if o.condition in r.ends),
+        end_low=_accuracy(o for o in rows if o.condition in r.ends and o.similarity == "low"),
+        end_high=_accuracy(o for o in rows if o.condition in r.ends and o.similarity == "high"),
+        middle=_accuracy(o for o in rows if o.condition in r.middle and o.similarity == "low"),
+        middle_high=_accuracy(
+            o for o in rows if o.condition in r.middle and o.similarity == "high"
+        ),
         refusal=_accuracy(o for o in rows if o.condition == "A"),
         failures=Proportion.of(len(failed), len(sent)),
         unexecuted=len(rows) - len(sent),
@@ -87,8 +118,12 @@ def length_counts(outcomes: Iterable[Outcome], length: int) -> LengthCounts:
     )
 
 
-def pooled(outcomes: Iterable[Outcome], lengths: Iterable[int]) -> dict[str, Proportion]:
-    """B, M, E and A accuracy per similarity and the failure rate over several lengths.
+def pooled(
+    outcomes: Iterable[Outcome],
+    lengths: Iterable[int],
+    conditions: tuple[str, ...] = ("B", "M", "E", "A"),
+) -> dict[str, Proportion]:
+    """Each condition's accuracy per similarity and the failure rate over several lengths.
 
     These are the power model's inputs for a design of those lengths: ``B``, ``M``, ``E``, ``A``
     under low similarity, ``high B`` … ``high A`` under high (``high M`` is shown, not used).
@@ -99,7 +134,7 @@ def pooled(outcomes: Iterable[Outcome], lengths: Iterable[int]) -> dict[str, Pro
     sent = [o for o in rows if o.status != "unexecuted"]
     out = {}
     for sim, prefix in (("low", ""), ("high", "high ")):
-        for c in ("B", "M", "E", "A"):
+        for c in conditions:
             cell = (o for o in rows if o.condition == c and o.similarity == sim)
             out[prefix + c] = _accuracy(cell)
     out["failure"] = Proportion.of(sum(o.status == "protocol_failure" for o in sent), len(sent))

@@ -168,7 +168,7 @@ def _case_scores(
     return out
 
 
-def _bootstrap(values: np.ndarray, params: AnalysisParameters, salt: int) -> Interval:
+def case_interval(values: np.ndarray, params: AnalysisParameters, salt: int) -> Interval:
     """Mean of per-case values with a percentile bootstrap over cases (seeded, recorded)."""
     from scipy import stats
 
@@ -325,6 +325,25 @@ def near_named(
     return out
 
 
+def per_case_values(grids: np.ndarray, weights: Sequence[float]) -> np.ndarray:
+    """Each complete case's preregistered value: its contrast at high minus at low similarity,
+    averaged over the lengths (``grids``: cases × similarity × length × depth, 0/1)."""
+    if not len(grids):
+        return np.zeros(0)
+    return ((grids[:, 1] - grids[:, 0]) @ np.asarray(weights, dtype=float)).mean(axis=1)
+
+
+def decide(primary: Interval, params: AnalysisParameters) -> tuple[str, str]:
+    """The depth design's preregistered decision and its reason: the one copy of the rule
+    (the analysis and the calibration's power search both call it)."""
+    need = params.min_complete_cases
+    if primary.cases < need or primary.estimate is None:
+        return UNDECIDED, f"{primary.cases} complete cases, fewer than the {need} required"
+    if primary.lower is not None and primary.lower > 0 and primary.estimate >= params.threshold:
+        return SUPPORTED, f"interval above 0 and estimate ≥ {params.threshold:g}"
+    return NOT_SUPPORTED, f"interval not above 0 or estimate below {params.threshold:g}"
+
+
 def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
     """The depth analysis of one validated run of a depth design."""
     p = inp.protocol
@@ -342,21 +361,8 @@ def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
     grids = (
         np.array(list(scores.values())) if scores else np.zeros((0, 2, len(lengths), len(present)))
     )
-    w = np.array(weights)
-    # Each case: (contrast at high − contrast at low), averaged over the lengths.
-    per_case = ((grids[:, 1] - grids[:, 0]) @ w).mean(axis=1) if len(grids) else np.zeros(0)
-    primary = _bootstrap(per_case, params, 0)
-    need = params.min_complete_cases
-    if primary.cases < need or primary.estimate is None:
-        decision, reason = (
-            UNDECIDED,
-            f"{primary.cases} complete cases, fewer than the {need} required",
-        )
-    elif primary.lower is not None and primary.lower > 0 and primary.estimate >= params.threshold:
-        decision, reason = SUPPORTED, f"interval above 0 and estimate ≥ {params.threshold:g}"
-    else:
-        decision = NOT_SUPPORTED
-        reason = f"interval not above 0 or estimate below {params.threshold:g}"
+    primary = case_interval(per_case_values(grids, weights), params, 0)
+    decision, reason = decide(primary, params)
     ends = {}
     interior = np.zeros(len(present))
     interior[1:-1] = 1.0 / max(1, len(present) - 2)
@@ -364,12 +370,12 @@ def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
         arm = grids[:, s].mean(axis=1) if len(grids) else np.zeros((0, len(present)))
         inner = arm @ interior if len(present) > 2 else arm[:, -1]
         first = (
-            _bootstrap(arm[:, 0] - inner, params, 1 + 2 * s)
+            case_interval(arm[:, 0] - inner, params, 1 + 2 * s)
             if len(arm)
             else Interval(None, None, None, 0)
         )
         last = (
-            _bootstrap(arm[:, -1] - inner, params, 2 + 2 * s)
+            case_interval(arm[:, -1] - inner, params, 2 + 2 * s)
             if len(arm)
             else Interval(None, None, None, 0)
         )
