@@ -25,6 +25,9 @@ from needlepoint.run import options, records
 ALLOWED = {
     ("analysis.power", "design_index", "protocol"): "the protocol (design/, not this issue)",
     ("analysis.power", "simulate_runs", "protocol"): "the protocol",
+    ("analysis.power", "simulate_answers", "protocol"): "the protocol",
+    ("analysis.depth.power", "depth_model", "protocol"): "the protocol",
+    ("analysis.depth.power", "depth_power_grid", "protocol"): "the protocol",
     ("analysis.power", "power_grid", "protocol"): "the protocol",
     ("analysis.power", "power_bytes", "protocol"): "the protocol",
     ("analysis.power", "check_size", "protocol"): "the protocol",

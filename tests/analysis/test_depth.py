@@ -59,12 +59,16 @@ def test_a_decline_shows_as_ends_on_either_side_of_the_interior(runs: dict[str, 
     for sim in ("low", "high"):
         first, last = result.ends[sim]
         assert first.lower > 0 and last.upper < 0, (sim, first, last)
-    # The shape verdict reads it with the reference rule: a decline, never a U.
-    assert [(r.similarity, r.verdict) for r in result.shapes] == [
-        ("low", "decline with position"),
-        ("high", "decline with position"),
+    # The shape verdict reads it with the reference rule: a decline, never a U, over all
+    # lengths and at each of the two.
+    assert [(r.similarity, r.length, r.verdict) for r in result.shapes] == [
+        (sim, n, "decline with position") for sim in ("low", "high") for n in (None, 60, 240)
     ]
-    assert all(r.first.direction == 1 and r.last.direction == -1 for r in result.shapes)
+    # Over all lengths both ends sit clearly apart from the interior (at one length the last
+    # end may stay within its interval: a decline needs only the first end above).
+    pooled = [r for r in result.shapes if r.length is None]
+    assert all(r.first.direction == 1 and r.last.direction == -1 for r in pooled)
+    assert all(r.first.direction == 1 and r.last.direction <= 0 for r in result.shapes)
     # Nothing in it is about near names, and the model does not invent it.
     near = _near(result, "high")
     assert near.lower < 0 < near.upper
@@ -75,11 +79,31 @@ def test_a_dip_at_the_middle_shows_as_both_ends_above_the_interior(runs: dict[st
     for sim in ("low", "high"):
         first, last = result.ends[sim]
         assert first.lower > 0 and last.lower > 0, (sim, first, last)
-    assert [r.verdict for r in result.shapes] == ["middle loss (U-shape)"] * 2
-    # Holm across the four end contrasts: each adjusted p at least its raw p
-    for r in result.shapes:
-        for c in (r.first, r.last):
-            assert c.p_adjusted is not None and c.p_adjusted >= c.p
+    pooled = [r for r in result.shapes if r.length is None]
+    assert [r.verdict for r in pooled] == ["middle loss (U-shape)"] * 2
+    # Holm across the twelve end contrasts of the six rows: each adjusted p at least its raw p,
+    # and the smallest raw p multiplied by the family's size
+    ps = [c for r in result.shapes for c in (r.first, r.last)]
+    assert len(ps) == 12
+    for c in ps:
+        assert c.p_adjusted is not None and c.p_adjusted >= c.p
+    low = min(ps, key=lambda c: c.p)
+    assert low.p_adjusted == pytest.approx(min(1.0, 12 * low.p))
+
+
+def test_the_rows_at_each_length_add_up_to_the_row_over_all(runs: dict[str, Path]) -> None:
+    result = analyze_depth(from_run(runs["near"]))
+    for sim in ("low", "high"):
+        rows = {r.length: r for r in result.shapes if r.similarity == sim}
+        assert list(rows) == [None, 60, 240]
+        for cond, text in rows[None].counts.items():
+            parts = [rows[n].counts[cond].split("/") for n in (60, 240)]
+            assert text == f"{sum(int(a) for a, _ in parts)}/{sum(int(b) for _, b in parts)}"
+        # One length's contrast has half the denominator of the pooled one: its estimate is
+        # the mean of the two lengths' estimates.
+        for end in ("first", "last"):
+            each = [getattr(rows[n], end).estimate for n in (60, 240)]
+            assert getattr(rows[None], end).estimate == pytest.approx(sum(each) / 2)
 
 
 def test_near_names_ahead_read_as_a_decline_and_the_headline_names_the_shape(
@@ -90,13 +114,14 @@ def test_near_names_ahead_read_as_a_decline_and_the_headline_names_the_shape(
     from needlepoint.analysis.depth.report import headline_lines
 
     result = analyze_depth(from_run(runs["near"]))
-    high = next(r for r in result.shapes if r.similarity == "high")
+    high = next(r for r in result.shapes if r.similarity == "high" and r.length is None)
     assert high.verdict == "decline with position"
     assert high.counts["D0"] == "36/36" and high.counts["D1"] == "8/36"
     assert high.last.estimate_exact == "-1/3"
     lines = headline_lines(result)
     assert sum(line.startswith("  shape: ") for line in lines) == 2
-    assert "Holm across the 4 end contrasts" in lines[2]
+    assert sum(line.startswith("  shape at 60 records: ") for line in lines) == 2
+    assert "Holm across the 12 end contrasts" in lines[2]
 
 
 def test_near_names_before_the_target_show_in_the_model_apart_from_depth(

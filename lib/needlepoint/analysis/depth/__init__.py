@@ -271,7 +271,8 @@ def depth_shapes(
     params: AnalysisParameters,
 ) -> tuple[ShapeRow, ...]:
     """Each similarity's shape verdict from first depth − interior and last depth − interior,
-    with the reference analysis's rule and multiplicity (``analysis.shape``).
+    over all lengths and, when there are several, at each length, with the reference
+    analysis's rule and multiplicity (``analysis.shape``: Holm across every row printed).
 
     Each case's contrast is an integer over ``lengths × interior depths`` (the end counted once
     per interior depth, the interior summed), so the exact case-cluster bootstrap applies.
@@ -284,25 +285,34 @@ def depth_shapes(
     if k < 3:  # no interior depth: no end can be set against it
         return ()
     alpha = float(1 - Fraction(repr(float(params.confidence))))
-    denominator = len(lengths) * (k - 2)
-    family = []
+    # The rows: per similarity, all lengths, then each length when there are several.
+    rows_of: list[tuple[int, int | None]] = []
     for s, _ in enumerate(SIMILARITIES):
+        rows_of.append((s, None))
+        if len(lengths) > 1:
+            rows_of += [(s, n) for n in lengths]
+    family = []
+    for s, n in rows_of:
         arm = grids[:, s] if len(grids) else np.zeros((0, len(lengths), k))
+        if n is not None:
+            arm = arm[:, [lengths.index(n)]]
         inner = arm[:, :, 1:-1].sum(axis=2)
+        denominator = arm.shape[1] * (k - 2)
         for end in (0, k - 1):
             values = ((k - 2) * arm[:, :, end] - inner).sum(axis=1)
             name = "first depth − interior" if end == 0 else "last depth − interior"
             family.append(contrast(name, [int(v) for v in values], denominator, params))
     family = adjust(family, alpha)
     rows = []
-    for s, sim in enumerate(SIMILARITIES):
-        first, last = family[2 * s], family[2 * s + 1]
+    for i, (s, n) in enumerate(rows_of):
+        sim = SIMILARITIES[s]
+        first, last = family[2 * i], family[2 * i + 1]
         verdict, reason = classify(first, last)
         counts = {}
         for cond in present:
-            cells = [accuracy[(sim, n, cond)] for n in lengths]
+            cells = [accuracy[(sim, m, cond)] for m in lengths if n is None or m == n]
             counts[cond] = f"{sum(c[0] for c in cells)}/{sum(c[1] for c in cells)}"
-        rows.append(ShapeRow(sim, None, first, last, counts, verdict, reason))
+        rows.append(ShapeRow(sim, n, first, last, counts, verdict, reason))
     return tuple(rows)
 
 

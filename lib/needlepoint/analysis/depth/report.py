@@ -61,6 +61,8 @@ def to_plain(d: DepthAnalysis) -> dict[str, Any]:
                 "reason": r.reason,
                 "first_minus_interior": asdict(r.first),
                 "last_minus_interior": asdict(r.last),
+                # a row at one length names it; the row over all lengths has no key (as before)
+                **({} if r.length is None else {"length": r.length}),
             }
             for r in d.shapes
         ],
@@ -96,9 +98,12 @@ def headline_lines(d: DepthAnalysis) -> list[str]:
         lines.append(f"{sim} similarity, accuracy by depth: {', '.join(cells)}")
         lines.append(f"  first depth − interior: {_iv(first)}; last depth − interior: {_iv(last)}")
         for r in (r for r in d.shapes if r.similarity == sim):
+            where = "" if r.length is None else f" at {r.length} records"
+            counts = "" if r.length is None else f" ({', '.join(r.counts.values())})"
             lines.append(
-                f"  shape: {r.verdict}: {r.reason} (Holm across the {2 * len(d.shapes)} end "
-                f"contrasts: first {_p(r.first.p_adjusted)}, last {_p(r.last.p_adjusted)})"
+                f"  shape{where}: {r.verdict}{counts}: {r.reason} (Holm across the "
+                f"{2 * len(d.shapes)} end contrasts: first {_p(r.first.p_adjusted)}, last "
+                f"{_p(r.last.p_adjusted)})"
             )
         if d.near_named is not None:
             b, a, w = d.near_named[sim]
