@@ -122,11 +122,44 @@ def test_audit_run_passes_the_declared_code_and_flags_a_changed_commit(declared_
         return
     assert flagged == [
         f"declaration ../d.json: session 1 ran other code than declared: commit ffffffffffff, "
-        f"not the declared {declared_commit[:12]}"
+        f"not the declared {declared_commit[:12]} (git cannot compare the two commits here)"
     ]
     assert any(
         line.startswith("WARNING declaration ../d.json: session 1") for line in report.lines()
     )
+
+
+@pytest.mark.parametrize(
+    ("changed", "note"),
+    [
+        ([], " (lib, pyproject.toml, constraints.txt identical in the two commits)"),
+        (["lib/needlepoint/run/runner.py"], " (1 code file(s) differ between the two commits: "
+         "lib/needlepoint/run/runner.py)"),
+        ([f"lib/m{i}.py" for i in range(7)], " (7 code file(s) differ between the two commits: "
+         "lib/m0.py, lib/m1.py, lib/m2.py, lib/m3.py, lib/m4.py and 2 more)"),
+    ],
+)  # fmt: skip
+def test_a_changed_commit_says_whether_the_code_changed(
+    declared_run: Path, monkeypatch: pytest.MonkeyPatch, changed: list[str], note: str
+) -> None:
+    """A commit that only adds evidence (the declaration itself) runs the same library: git
+    says which code files differ, if any, so a reader can tell the two apart."""
+    from needlepoint.run import folder
+
+    if read_declaration(declared_run.parent / "d.json").record.code.commit is None:
+        pytest.skip("outside a git checkout there is no commit to compare")
+    monkeypatch.setattr(folder, "code_changes", lambda old, new: changed)
+    _rewrite(declared_run, commit="e" * 40, tree_clean=True)
+    flagged = [w for w in audit_run(declared_run).warnings if "ran other code" in w]
+    assert len(flagged) == 1 and flagged[0].endswith(note), flagged
+
+
+def test_only_a_hex_commit_reaches_git() -> None:
+    """The commits come from files in a run folder: an option-like value never reaches git."""
+    from needlepoint.run.folder import code_changes
+
+    assert code_changes("--output=/tmp/x", "f" * 40) is None
+    assert code_changes("f" * 40, "HEAD; rm -rf /") is None
 
 
 def test_a_hostile_provenance_file_is_skipped_never_read_whole(declared_run: Path) -> None:

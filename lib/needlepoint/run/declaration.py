@@ -395,9 +395,26 @@ def _check_code(root: Path, declared: Declared, audit: DeclarationFindings, wher
         if differs:
             audit.warnings.append(
                 f"{where}: session {i} ran other code than declared: {'; '.join(differs)}"
+                + _commit_note(bound, code)
             )
     if not any(bound.differs_from(c) for c in ran):
         audit.count("code as declared")
+
+
+def _commit_note(bound: CodeRef, ran: CodeRef) -> str:
+    """What git says differs in the code between the declared and the run's commit: a commit
+    that only adds evidence (the declaration itself, a pilot) runs the same library."""
+    from needlepoint.run.folder import CODE_PATHS, code_changes
+
+    if not bound.commit or not ran.commit or bound.commit == ran.commit:
+        return ""
+    changed = code_changes(bound.commit, ran.commit)
+    if changed is None:
+        return " (git cannot compare the two commits here)"
+    if not changed:
+        return f" ({', '.join(CODE_PATHS)} identical in the two commits)"
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    return f" ({len(changed)} code file(s) differ between the two commits: {shown})"
 
 
 def _check_order(

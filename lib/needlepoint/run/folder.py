@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -254,6 +255,25 @@ def _git(top: Path, *args: str) -> str | None:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+# What a declaration binds as code: a commit that differs only outside these paths (evidence,
+# docs, tests) ran the same library with the same pins.
+CODE_PATHS = ("lib", "pyproject.toml", "constraints.txt")
+
+
+def code_changes(old: str, new: str) -> list[str] | None:
+    """The code files (``CODE_PATHS``) that differ between two commits of the package's
+    checkout; None where git cannot tell (no checkout, an unknown commit)."""
+    # Both come from files a run folder holds: only a hex commit reaches git's command line.
+    if not all(re.fullmatch(r"[0-9a-f]{7,64}", c) for c in (old, new)):
+        return None
+    here = Path(__file__).resolve().parent
+    top = _git(here, "rev-parse", "--show-toplevel")
+    if not top:
+        return None
+    changed = _git(Path(top), "diff", "--name-only", old, new, "--", *CODE_PATHS)
+    return None if changed is None else sorted(changed.splitlines())
 
 
 def code_now() -> dict[str, Any]:
