@@ -29,6 +29,7 @@ ALLOWED = {
     ("analysis.depth.power", "depth_model", "protocol"): "the protocol",
     ("analysis.depth.power", "depth_power_grid", "protocol"): "the protocol",
     ("analysis.power", "power_grid", "protocol"): "the protocol",
+    ("analysis.power", "power_row", "return"): "one power.csv row (a pandas row)",
     ("analysis.power", "power_bytes", "protocol"): "the protocol",
     ("analysis.power", "check_size", "protocol"): "the protocol",
     ("analysis.power", "power_work", "protocol"): "the protocol",

@@ -411,18 +411,31 @@ def power_grid(
                 protocol, n, model.rates(effect), model.failure_rate, uniforms, stop_after, shift
             )
             supported, evaluable = decide_runs(nums, complete, denominator, params, cache)
-            power = float(supported.mean())
-            values = (
-                n,
-                effect,
-                power,
-                mc_se(power, study.simulations),
-                float(1 - evaluable.mean()),
-                float(complete.sum(axis=1).mean()),
-                study.simulations,
-            )
-            rows.append(dict(zip(POWER_COLUMNS, values, strict=True)))
+            rows.append(power_row(n, effect, supported, evaluable, complete.sum(axis=1)))
     return pd.DataFrame(rows)
+
+
+def power_row(
+    cases: int,
+    effect: float,
+    supported: np.ndarray,
+    decided: np.ndarray,
+    complete_cases: np.ndarray,
+) -> dict[str, Any]:
+    """One power.csv row (``POWER_COLUMNS``) from each simulated run's decision, whether it was
+    decided, and its number of complete cases."""
+    power = float(supported.mean())
+    runs = len(supported)
+    values = (
+        cases,
+        effect,
+        power,
+        mc_se(power, runs),
+        float(1 - decided.mean()),
+        float(complete_cases.mean()),
+        runs,
+    )
+    return dict(zip(POWER_COLUMNS, values, strict=True))
 
 
 # --- the sensitivity table, its curve and its files ----------------------------------------------

@@ -37,13 +37,7 @@ from needlepoint.analysis.depth import (
     decide,
     per_case_values,
 )
-from needlepoint.analysis.power import (
-    POWER_COLUMNS,
-    PowerStudy,
-    check_size,
-    mc_se,
-    simulate_answers,
-)
+from needlepoint.analysis.power import PowerStudy, check_size, power_row, simulate_answers
 from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.errors import NeedlepointError
 
@@ -220,15 +214,5 @@ def depth_power_grid(model: DepthPowerModel, study: PowerStudy, protocol: dict[s
             supported, decided, complete = decisions(
                 correct[..., present], valid[..., present], model.weights, params
             )
-            power = float(supported.mean())
-            values = (
-                n,
-                effect,
-                power,
-                mc_se(power, study.simulations),
-                float(1 - decided.mean()),
-                float(complete.mean()),
-                study.simulations,
-            )
-            rows.append(dict(zip(POWER_COLUMNS, values, strict=True)))
+            rows.append(power_row(n, effect, supported, decided, complete))
     return pd.DataFrame(rows)
