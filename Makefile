@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml constraints.txt
 # Jupyter applications of the venv (lab, nbconvert) start kernels with encrypted channels.
 JUPYTER_CONFIG := $(VENV)/etc/jupyter/jupyter_config.json
 
-$(JUPYTER_CONFIG): $(STAMP) lib/needlepoint/notebook/kernel.py
-	$(BIN)/python -m needlepoint.notebook.kernel >/dev/null
+$(JUPYTER_CONFIG): $(STAMP) lib/needlepoint/notebook/pipeline.py
+	$(BIN)/python -m needlepoint.notebook.pipeline >/dev/null
 
 setup: $(STAMP) $(JUPYTER_CONFIG)
 

@@ -69,7 +69,7 @@ def regenerate_folder(folder: Path, say) -> None:
     """Execute again what may be executed, render the rest again, rewrite a local README."""
     import nbformat
 
-    from needlepoint.notebook.html import render_html
+    from needlepoint.notebook.evidence import render_html
     from needlepoint.notebook.pipeline import ensure_kernel, execute_notebook, notebooks_folder
 
     sources = notebooks_folder(Path("notebooks"))

@@ -36,8 +36,7 @@ from needlepoint.cli import main
 from needlepoint.design.prepared import prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
-from needlepoint.study.declare import declare
-from needlepoint.study.record import NOT_SEARCHED
+from needlepoint.study.declare import NOT_SEARCHED, declare
 
 
 def _effect(**fields: object) -> Effect:

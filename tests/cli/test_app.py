@@ -17,7 +17,6 @@ FIRST_COMMANDS = {
     "selftest": "self-test",
     "run": "run",
     "analysis": "analyze",
-    "compare": "compare",
     "pilot": "pilot",
     "study": "declare",
     "contamination": "contamination",

@@ -29,7 +29,7 @@ from needlepoint.pilot.record import record_bytes
 from needlepoint.run.audit import audit_run
 from needlepoint.run.declaration import read_declaration
 from needlepoint.run.results import RESULTS_NAME, csv_chunks, derive
-from needlepoint.study.fresh import records_for
+from needlepoint.study.scan import records_for
 from needlepoint.study.readme import fill, marked, study_blocks
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
@@ -80,7 +80,7 @@ def then() -> tuple:
     """The record as the calibrations saw it: everything but the main run and the designs of
     evidence folders made after the study (the date their names begin with), which the
     calibrations could not avoid."""
-    from needlepoint.study.fresh import designs_run
+    from needlepoint.study.scan import designs_run
 
     main = read_json(STUDY / "main" / "run" / "run.json")["design_fingerprint"]
     later = [d for d in designs_run(EVIDENCE) if d.path[:8] > STUDY.name[:8]]

@@ -72,7 +72,7 @@ def test_results_rederive_byte_for_byte() -> None:
 
 
 def test_the_calibration_rederives_byte_for_byte_and_writes_no_version() -> None:
-    from needlepoint.study.fresh import records_for
+    from needlepoint.study.scan import records_for
 
     result = calibrate(STUDY / "pilot", OPTIONS, records_for(EVIDENCE))
     assert record_bytes(result.record) == CALIBRATION.read_bytes()

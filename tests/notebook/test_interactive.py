@@ -16,7 +16,7 @@ import pytest
 from nbclient import NotebookClient
 
 from needlepoint.notebook import paths
-from needlepoint.notebook.kernel import kernel_config, quiet_manager_class
+from needlepoint.notebook.pipeline import kernel_config, quiet_manager_class
 
 ROOT = Path(__file__).resolve().parents[2]
 

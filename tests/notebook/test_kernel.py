@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from jupyter_client.manager import AsyncKernelManager
 
-from needlepoint.notebook import kernel
+from needlepoint.notebook import pipeline
 
 
 def test_a_kernel_being_shut_down_is_not_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,7 +21,7 @@ def test_a_kernel_being_shut_down_is_not_interrupted(monkeypatch: pytest.MonkeyP
         sent.append("SIGINT")
 
     monkeypatch.setattr(AsyncKernelManager, "_async_interrupt_kernel", interrupt)
-    manager = kernel.quiet_manager_class()(kernel_name=kernel.KERNEL)
+    manager = pipeline.quiet_manager_class()(kernel_name=pipeline.KERNEL)
     asyncio.run(manager._async_interrupt_kernel())
     assert sent == ["SIGINT"]
     manager.shutting_down = True
@@ -30,16 +30,16 @@ def test_a_kernel_being_shut_down_is_not_interrupted(monkeypatch: pytest.MonkeyP
 
 
 def test_jupyter_config_sets_encryption_and_keeps_other_settings(tmp_path: Path) -> None:
-    path = kernel.write_jupyter_config(tmp_path)
+    path = pipeline.write_jupyter_config(tmp_path)
     assert path == tmp_path / "etc" / "jupyter" / "jupyter_config.json"
     policy = json.loads(path.read_text())["KernelManager"]["transport_encryption"]
     assert policy in ("auto", "disabled")
     path.write_text(json.dumps({"KernelManager": {"shutdown_wait_time": 3}, "Other": {"x": 1}}))
-    kernel.write_jupyter_config(tmp_path)
+    pipeline.write_jupyter_config(tmp_path)
     assert json.loads(path.read_text()) == {
         "KernelManager": {"shutdown_wait_time": 3, "transport_encryption": policy},
         "Other": {"x": 1},
     }
     path.write_text("not json")
-    kernel.write_jupyter_config(tmp_path)
+    pipeline.write_jupyter_config(tmp_path)
     assert json.loads(path.read_text()) == {"KernelManager": {"transport_encryption": policy}}

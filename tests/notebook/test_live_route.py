@@ -17,7 +17,7 @@ from support.runner import KEY_ENV, SENTINEL
 
 from needlepoint.cli.app import main
 from needlepoint.design.prepared import load_prepared, prepare
-from needlepoint.notebook.route import live_skip
+from needlepoint.notebook.pipeline import live_skip
 
 MODEL = "my-model"
 

@@ -122,7 +122,7 @@ def test_html_has_a_content_security_policy_that_forbids_scripts_and_network(
 ) -> None:
     """Issue 39, class 4: a memo line or file name that became markup still cannot run a
     script or load from the network: the policy is the head's first element."""
-    from needlepoint.notebook.html import CSP
+    from needlepoint.notebook.evidence import CSP
 
     page = pipeline.render_html(_notebook(tmp_path / "a.ipynb", ["x = 1"])).read_text()
     head = page[page.index("<head>") + len("<head>") : page.index("</head>")]

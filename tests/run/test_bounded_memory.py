@@ -101,7 +101,7 @@ def test_reading_a_journal_of_long_answers_costs_one_record(long_run: Path, read
 
 
 def test_evidence_diff_compares_large_files_a_chunk_at_a_time(tmp_path: Path) -> None:
-    from needlepoint.notebook.evidence_diff import diff_evidence
+    from needlepoint.notebook.evidence import diff_evidence
 
     for side in ("a", "b"):
         (tmp_path / side).mkdir()

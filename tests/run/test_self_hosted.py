@@ -14,8 +14,8 @@ from support.runner import KEY_ENV, MODEL, server_for
 from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.run.audit import audit_run
+from needlepoint.run.endpoint import longest_request
 from needlepoint.run.options import RunOptions, check_options
-from needlepoint.run.tokenize import longest_request
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ import needlepoint
 from needlepoint import __version__
 from needlepoint.cli import (
     analysis,
-    compare,
     contamination,
     design,
     interop,
@@ -42,7 +41,6 @@ PROVIDERS = (
     selftest,
     run,
     analysis,
-    compare,
     pilot,
     study,
     contamination,

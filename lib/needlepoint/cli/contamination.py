@@ -104,7 +104,7 @@ def _timeline(args: argparse.Namespace) -> int:
 
 def _transcripts(specs: list[str] | None) -> tuple:
     """Each --transcripts argument read; inspect logs by inspect's own reader (interop)."""
-    from needlepoint.contamination.transcripts import read_transcript
+    from needlepoint.contamination.canary import read_transcript
 
     if not specs:
         return ()
@@ -118,9 +118,8 @@ def _transcripts(specs: list[str] | None) -> tuple:
 
 
 def _canary(args: argparse.Namespace) -> int:
-    from needlepoint.contamination.canary import check_canary
+    from needlepoint.contamination.canary import apply_transcripts, check_canary
     from needlepoint.contamination.inputs import read_results
-    from needlepoint.contamination.transcripts import apply_transcripts
 
     rows = read_results(args.results)
     transcripts = _transcripts(args.transcripts)

@@ -14,8 +14,8 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     from needlepoint.design.prepared import load_protocol, prepare_protocol
     from needlepoint.design.protocol import design_fingerprint
     from needlepoint.design.verify import prepared_lines
-    from needlepoint.study.fresh import check_fresh, check_version
-    from needlepoint.study.record import evidence_root
+    from needlepoint.study.declare import evidence_root
+    from needlepoint.study.scan import check_fresh, check_version
 
     protocol = load_protocol(args.protocol, model=args.model, body_profile=args.body_profile)
     # The study record: a version number and materials that no other design under the root has.

@@ -12,9 +12,8 @@ import sys
 import time
 from typing import Any
 
-from needlepoint.cli import args as types
 from needlepoint.cli.pilot import add_pilot_flags
-from needlepoint.cli.run import add_declaration_flag
+from needlepoint.cli.run import add_declaration_flag, n_ctx, positive_int, seconds, whole
 from needlepoint.local.model import (
     MODELS,
     SERVER_DISTRIBUTION,
@@ -97,9 +96,7 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
 
     def served(p: argparse.ArgumentParser) -> None:
         common(p)
-        p.add_argument(
-            "--n-ctx", type=types.n_ctx, default=None, help="context size (default: window)"
-        )
+        p.add_argument("--n-ctx", type=n_ctx, default=None, help="context size (default: window)")
         p.add_argument("--log", default=None, help="server log file (default: a temp file)")
 
     p = cmds.add_parser("locate", help="show the server package and the packaged GGUF")
@@ -107,7 +104,7 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_locate)
     p = cmds.add_parser("serve", help="serve on 127.0.0.1 until Ctrl-C")
     served(p)
-    p.add_argument("--port", type=types.whole(1, 65535), default=None, help="default: a free port")
+    p.add_argument("--port", type=whole(1, 65535), default=None, help="default: a free port")
     p.add_argument("--facts-out", default=None, help="write the run-record facts as JSON")
     p.set_defaults(func=_cmd_serve)
     p = cmds.add_parser("tokenize-check", help="count every request's prompt tokens")
@@ -150,10 +147,8 @@ def _register_pipeline(sub: argparse._SubParsersAction) -> None:
         help="protocol file to prepare and run (default: %(default)s)",
     )
     p.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    p.add_argument(
-        "--n-ctx", type=types.n_ctx, help="server context size (default: the model's window)"
-    )
-    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
+    p.add_argument("--n-ctx", type=n_ctx, help="server context size (default: the model's window)")
+    p.add_argument("--timeout-s", type=seconds, default=300.0, help="per-request timeout")
     p.add_argument(
         "--evidence-root",
         default="evidence",
@@ -194,8 +189,8 @@ def _cmd_local_compare(args: argparse.Namespace) -> int:
     except (AuditFailed, PipelineFailed) as exc:
         print(f"needlepoint local-compare: {exc}", file=sys.stderr)
         return 1
-    for key, seconds in outcome.live_seconds.items():
-        print(f"{key}: live part {seconds / 60:.1f} min in this invocation")
+    for key, spent in outcome.live_seconds.items():
+        print(f"{key}: live part {spent / 60:.1f} min in this invocation")
     print(f"evidence written to {outcome.folder}/")
     return 0
 
@@ -243,13 +238,13 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--n-ctx",
-        type=types.n_ctx,
+        type=n_ctx,
         default=DEFAULT_N_CTX,
         help="every server's context size (%(default)s)",
     )
     p.add_argument(
         "--timeout-s",
-        type=types.seconds,
+        type=seconds,
         default=300.0,
         help="least per-request timeout; a run uses 4x its longest prompt's measured time "
         "when that is longer (recorded in run.json)",
@@ -294,10 +289,10 @@ def _serving(args: argparse.Namespace) -> dict[str, Any]:
 
 def _serving_flags(p: argparse.ArgumentParser) -> None:
     """The flags both commands share: the allowance, the model and server, the declaration."""
-    p.add_argument("--allow", type=types.positive_int, required=True, help="most attempts")
+    p.add_argument("--allow", type=positive_int, required=True, help="most attempts")
     p.add_argument("--model", default="smollm2", help="packaged model key or alias")
-    p.add_argument("--n-ctx", type=types.n_ctx, help="server context size (default: window)")
-    p.add_argument("--timeout-s", type=types.seconds, default=300.0, help="per-request timeout")
+    p.add_argument("--n-ctx", type=n_ctx, help="server context size (default: window)")
+    p.add_argument("--timeout-s", type=seconds, default=300.0, help="per-request timeout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_declaration_flag(p)
 

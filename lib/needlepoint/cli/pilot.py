@@ -55,8 +55,8 @@ def pilot_record(
     from needlepoint.pilot.folder import load_design, pilot_protocol
     from needlepoint.pilot.heldout import PILOT_PURPOSE, derived_seed
     from needlepoint.pilot.record import PILOT_NAME
-    from needlepoint.study.fresh import check_version, records_for
-    from needlepoint.study.record import evidence_root
+    from needlepoint.study.declare import evidence_root
+    from needlepoint.study.scan import check_version, records_for
 
     out = Path(args.out)
     if (out / PILOT_NAME).exists():
@@ -106,8 +106,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
     from needlepoint.pilot.record import read_pilot_record
     from needlepoint.pilot.report import calibration_lines, check_new, write_protocol, write_report
-    from needlepoint.study.fresh import check_version, records_for
-    from needlepoint.study.record import chain_record, evidence_root
+    from needlepoint.study.declare import chain_record, evidence_root
+    from needlepoint.study.scan import check_version, records_for
 
     low, high = parse_band(args.band)
     if args.report is not None and Path(args.report).resolve() == Path(args.out).resolve():
@@ -163,15 +163,15 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 def add_pilot_flags(p: argparse.ArgumentParser) -> None:
     """The flags `pilot` and `local-pilot` share: the folder, the pilot's shape and version,
     and the evidence root its materials and version must be fresh against."""
-    from needlepoint.cli import args as types
+    from needlepoint.cli.run import whole
     from needlepoint.design.schema import MAX_CASES
 
     p.add_argument("--out", required=True, help="pilot folder: created, or resumed")
     p.add_argument("--lengths", required=True, help="background lengths to try, e.g. 12,24,48")
-    p.add_argument("--cases", type=types.whole(1, MAX_CASES), required=True, help="pilot cases")
+    p.add_argument("--cases", type=whole(1, MAX_CASES), required=True, help="pilot cases")
     p.add_argument(
         "--version",
-        type=types.whole(1, 2**31 - 1),
+        type=whole(1, 2**31 - 1),
         help="the pilot protocol's version (default: design's + 1)",
     )
     add_evidence_root(p)
@@ -179,7 +179,7 @@ def add_pilot_flags(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the pilot and calibrate sub-commands."""
-    from needlepoint.cli import args as types
+    from needlepoint.cli.run import number, seed, whole
     from needlepoint.design.schema import MAX_REQUESTS
     from needlepoint.pilot.options import MAX_SEARCH_CASES, MAX_SIMULATIONS
 
@@ -217,34 +217,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument(
         "--effect",
-        type=types.number(0, 1, open_low=True),
+        type=number(0, 1, open_low=True),
         default=0.2,
         help="added middle loss to detect with 80%% power; above the threshold (default 0.2)",
     )
     c.add_argument(
         "--max-cases",
-        type=types.whole(1, MAX_SEARCH_CASES),
+        type=whole(1, MAX_SEARCH_CASES),
         default=128,
         help=f"search bound (default %(default)s, at most {MAX_SEARCH_CASES})",
     )
     c.add_argument(
         "--max-requests",
-        type=types.whole(1, MAX_REQUESTS),
+        type=whole(1, MAX_REQUESTS),
         help="search bound in planned requests (cases x lengths x 8): the run budget",
     )
     c.add_argument(
-        "--simulations", type=types.whole(1, MAX_SIMULATIONS), default=1000, help="runs per count"
+        "--simulations", type=whole(1, MAX_SIMULATIONS), default=1000, help="runs per count"
     )
-    c.add_argument("--seed", type=types.seed, default=20260930, help="power simulation seed")
+    c.add_argument("--seed", type=seed, default=20260930, help="power simulation seed")
     c.add_argument(
         "--descriptive-cases",
-        type=types.whole(1, MAX_SEARCH_CASES),
+        type=whole(1, MAX_SEARCH_CASES),
         metavar="N",
         help="when no count reaches the power, still write the version at N cases, labelled "
         "descriptive (declare it before the pilot)",
     )
     c.add_argument(
-        "--version", type=types.whole(1, 2**31 - 1), help="new version (default: design's + 2)"
+        "--version", type=whole(1, 2**31 - 1), help="new version (default: design's + 2)"
     )
     c.add_argument("--report", help="also write the calibration record here (JSON)")
     c.add_argument("--figures", metavar="DIR", help="also draw the accuracy and power figures")

@@ -45,7 +45,7 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def _cmd_evidence_diff(args: argparse.Namespace) -> int:
-    from needlepoint.notebook.evidence_diff import diff_evidence
+    from needlepoint.notebook.evidence import diff_evidence
 
     diff = diff_evidence(args.committed, args.regenerated)
     print("\n".join(diff.lines()))

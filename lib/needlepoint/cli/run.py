@@ -7,10 +7,13 @@ command functions so that `needlepoint --help` stays fast.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from needlepoint.errors import NeedlepointError
+from needlepoint.run import options as limits
 
 if TYPE_CHECKING:
     from needlepoint.run.options import RunOptions
@@ -150,7 +153,6 @@ def _cmd_check_endpoint(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the run, check-endpoint, sweep, results and audit-run commands."""
-    from needlepoint.cli import args as types
     from needlepoint.run.options import MAX_CONCURRENCY
 
     p = sub.add_parser(
@@ -164,7 +166,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_flags(p)
     p.add_argument(
         "--concurrency",
-        type=types.whole(1, MAX_CONCURRENCY),
+        type=whole(1, MAX_CONCURRENCY),
         default=1,
         metavar="N",
         help="requests in flight at once, for a server you own; above 1 only with --min-gap-s "
@@ -237,14 +239,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def add_run_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a run: allowance, live endpoint or simulation, spacing, timeouts, money."""
-    from needlepoint.cli import args as types
     from needlepoint.run import options as limits
     from needlepoint.run.options import DEFAULT_TIMEOUT_S
 
-    gap, rate = types.number(0, limits.MAX_SECONDS), types.number(0, limits.MAX_RATE)
-    p.add_argument(
-        "--allow", type=types.positive_int, required=True, help="most attempts, in total"
-    )
+    gap, rate = number(0, limits.MAX_SECONDS), number(0, limits.MAX_RATE)
+    p.add_argument("--allow", type=positive_int, required=True, help="most attempts, in total")
     p.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. https://host/v1")
     p.add_argument("--model", help="must equal the model in the frozen bodies")
     p.add_argument("--api-key-env", help="name of the environment variable holding the key")
@@ -258,7 +257,7 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--override-reason", help="required to lower --min-gap-s; recorded")
     p.add_argument(
         "--timeout-s",
-        type=types.seconds,
+        type=seconds,
         default=DEFAULT_TIMEOUT_S,
         help="per operation; the whole request gets twice this (default %(default)s)",
     )
@@ -277,7 +276,7 @@ def add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-rate", type=rate, help="money per million completion tokens")
     p.add_argument(
         "--cost-cap",
-        type=types.number(0, limits.MAX_COST_CAP),
+        type=number(0, limits.MAX_COST_CAP),
         help="stop before spending more than this",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -308,3 +307,55 @@ def add_declaration_flag(p: argparse.ArgumentParser) -> None:
         help="start under this declaration (needlepoint declare): its SHA-256 goes into run.json "
         "and the journal's first record, before the first request",
     )
+
+
+# Argument types with their ranges: every numeric flag is checked before any work starts.
+#
+# A value out of range is a usage error (one line naming the flag and the range, exit 2), so
+# ``--timeout-s 1e308`` or ``--max-cases 1000000000`` never reaches a sleep, a clock or a search.
+
+# Ranges shared by several commands.
+SECONDS = (limits.MIN_TIMEOUT_S, limits.MAX_SECONDS)
+MAX_N_CTX = 1 << 20  # tokens of context: far beyond any packaged model's window
+MAX_SEED = 2**63 - 1  # numpy's generators take non-negative seeds; a JSON integer stays exact
+
+
+def whole(low: int, high: int) -> Callable[[str], int]:
+    """An integer from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+        if not low <= value <= high:
+            if low == 1 and value < 1:
+                raise argparse.ArgumentTypeError("must be a positive integer")
+            raise argparse.ArgumentTypeError(f"{value} is outside {low} to {high:,}")
+        return value
+
+    return parse
+
+
+def number(low: float, high: float, *, open_low: bool = False) -> Callable[[str], float]:
+    """A finite number from ``low`` to ``high`` (above ``low`` when ``open_low``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number")
+        if value < low or value > high or (open_low and value == low):
+            side = "(" if open_low else "["
+            raise argparse.ArgumentTypeError(f"{value:g} is outside {side}{low:g}, {high:g}]")
+        return value
+
+    return parse
+
+
+positive_int = whole(1, limits.MAX_ALLOW)
+seconds = number(*SECONDS)
+n_ctx = whole(1, MAX_N_CTX)
+seed = whole(0, MAX_SEED)

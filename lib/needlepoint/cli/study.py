@@ -13,8 +13,7 @@ from needlepoint.safetext import say
 
 
 def _cmd_declare(args: argparse.Namespace) -> int:
-    from needlepoint.study.declare import declaration_summary, declare
-    from needlepoint.study.record import evidence_root
+    from needlepoint.study.declare import declaration_summary, declare, evidence_root
 
     out = Path(args.out)
     root = evidence_root(args.evidence_root, out.parent)
@@ -43,7 +42,7 @@ def _cmd_registry(args: argparse.Namespace) -> int:
     for line in registry_lines(reg):
         say(line)
     if args.grid is not None:
-        from needlepoint.study.grid import write_registry_grids
+        from needlepoint.study.registry import write_registry_grids
 
         for line in write_registry_grids(reg, args.grid):
             say(line)

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from needlepoint.contamination.canary import CanaryResult, check_canary
+from needlepoint.contamination.canary import (
+    CanaryResult,
+    Transcript,
+    agents_md_problems,
+    apply_transcripts,
+    check_canary,
+)
 from needlepoint.contamination.context import (
     DEFAULT_INCLUDES,
     UNREAD_KINDS,
@@ -33,7 +39,6 @@ from needlepoint.contamination.inputs import (
 )
 from needlepoint.contamination.overlap import OverlapResult, check_overlap
 from needlepoint.contamination.timeline import TimelineResult, check_timeline
-from needlepoint.contamination.transcripts import Transcript, agents_md_problems, apply_transcripts
 from needlepoint.jsonio import canonical_bytes, file_sha256, write_bytes_atomic
 from needlepoint.safetext import md_code, md_text
 from needlepoint.schema import fields_plain, to_plain
@@ -177,7 +182,7 @@ def build_report(
 ) -> ContaminationReport:
     """Read every input, run all four checks over one loaded context, and judge.
 
-    ``transcripts`` (read by ``contamination.transcripts``) replace the tool_calls column; the
+    ``transcripts`` (read by ``contamination.canary``) replace the tool_calls column; the
     AGENTS.md text a Codex rollout injected is hashed against the frozen context manifest."""
     pairs = read_reference(reference)
     run_rows = read_runs(runs)

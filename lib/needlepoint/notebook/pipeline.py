@@ -7,6 +7,7 @@ chain; the partly executed notebook is kept and the failing cell is named.
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import json
 import re
@@ -17,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.notebook.html import render_html
-from needlepoint.notebook.kernel import KERNEL, ensure_kernel, kernel_config, quiet_manager_class
-from needlepoint.notebook.route import live_skip
+from needlepoint.notebook.evidence import render_html
 
 NOTEBOOKS = (
     "01-design",
@@ -250,3 +249,147 @@ def execute_notebook(src: Path, target: Path, params: dict[str, Any], cwd: Path)
         ) from None
     render_html(target)
     return time.perf_counter() - start
+
+
+# The `needlepoint` Jupyter kernel: installed once, started quietly, stopped without noise.
+#
+# Two messages reached a user's terminal that said nothing about their work: the kernel's warning
+# that it runs over TCP without encryption (once per notebook), and ``KeyboardInterrupt caught in
+# kernel``, because jupyter_client interrupts a kernel before every shutdown and a kernel still
+# finishing a message logs the interrupt as an error. Kernels started here get CurveZMQ keys from
+# their manager, and are shut down with a request, not a signal.
+
+KERNEL = "needlepoint"
+# Read by every Jupyter application of this environment (lab, nbconvert, server): kernels they
+# start get manager-provisioned CurveZMQ keys where pyzmq supports Curve.
+JUPYTER_CONFIG = Path("etc") / "jupyter" / "jupyter_config.json"
+
+
+def ensure_kernel() -> None:
+    """Install the pinned `needlepoint` kernelspec into this environment if it is missing."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if KERNEL not in KernelSpecManager().find_kernel_specs():
+        from ipykernel.kernelspec import install
+
+        install(prefix=sys.prefix, kernel_name=KERNEL, display_name=KERNEL)
+
+
+def _policy() -> str:
+    import zmq
+
+    return "auto" if zmq.has("curve") else "disabled"
+
+
+def kernel_config() -> Any:
+    """Kernel-manager settings for papermill: CurveZMQ-encrypted kernel channels.
+
+    With keys provisioned by the manager the kernel no longer warns, once per notebook, that
+    it runs over TCP without encryption. A pyzmq built without Curve keeps the default (and
+    the kernel's warning, which is then true).
+    """
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport_encryption": _policy()}})
+
+
+def write_jupyter_config(prefix: str | Path = sys.prefix) -> Path:
+    """Give this environment's Jupyter applications the same setting (``make setup`` calls it).
+
+    Other settings already in the file are kept; only the kernel manager's encryption policy is
+    set.
+    """
+    path = Path(prefix) / JUPYTER_CONFIG
+    config: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            loaded = None
+        config = loaded if isinstance(loaded, dict) else {}
+    manager = config.get("KernelManager")
+    config["KernelManager"] = (manager if isinstance(manager, dict) else {}) | {
+        "transport_encryption": _policy()
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def quiet_manager_class() -> type:
+    """An asynchronous kernel manager that does not interrupt a kernel it is shutting down.
+
+    The shutdown request alone stops an idle kernel (the notebook has finished when papermill
+    shuts it down); the interrupt sent before it only made a kernel that was still finishing a
+    message log ``KeyboardInterrupt caught in kernel`` to the terminal.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietShutdownKernelManager(AsyncKernelManager):  # type: ignore[misc]
+        async def _async_interrupt_kernel(self) -> None:
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
+    return QuietShutdownKernelManager
+
+
+# Which notebooks a live pipeline skips, and the one line that says why.
+#
+# `needlepoint pipeline -p transport live` sends the frozen requests to your model in 03-run.
+# 07-compare, 08-pilot and 09-depth, left at their defaults, would then make *simulated* runs
+# of their own beside that live one, in the same evidence folder, where a reader could take them
+# for results about the model. The pipeline skips them instead, with one line naming the
+# command that does the live version; given live inputs (existing run folders with
+# ``-p simulated null``, a live pilot folder with ``-p simulate_pilot false``), 07 and 08 run
+# on those.
+
+LIVE = "live"
+
+_COMPARE = (
+    "skipped: this live pipeline made one run (run/), and a comparison needs two or more runs "
+    "of one design; compare live runs with `needlepoint compare RUNDIR RUNDIR --out DIR`, or "
+    'here with -p simulated null -p run_dirs \'["run", "OTHER/run"]\''
+)
+_PILOT = (
+    "skipped: a live pipeline makes no simulated pilot, and a live pilot sends held-out "
+    "requests of its own; make one with `needlepoint pilot --protocol prepared/protocol.json "
+    "--out pilot --lengths 12,48,160 --cases 8 --allow 192 --base-url URL --model M "
+    "--api-key-env VAR`, then calibrate it here with -p simulate_pilot false -p pilot_dir pilot"
+)
+
+_DEPTH = (
+    "skipped: 09-depth runs a simulated depth grid only; run the grid live against your model "
+    "with `needlepoint prepare --protocol protocols/depth-grid.json --out depth --model M`, "
+    "then `needlepoint run depth --allow 432 --run-dir depth-run --base-url URL --model M "
+    "--api-key-env VAR` and `needlepoint analyze depth-run`"
+)
+
+
+def _value(name: str, overrides: dict[str, Any], defaults: dict[str, str]) -> Any:
+    """A parameter's value in this pipeline: its override, else its literal default."""
+    if name in overrides:
+        return overrides[name]
+    try:
+        return ast.literal_eval(defaults.get(name, "None"))
+    except (ValueError, SyntaxError):
+        return None
+
+
+def live_skip(notebook: str, overrides: dict[str, Any], defaults: dict[str, str]) -> str | None:
+    """Why a live pipeline skips ``notebook`` (``overrides``: every -p of the pipeline;
+    ``defaults``: the notebook's declared parameters), or None when it runs."""
+    if overrides.get("transport") != LIVE:
+        return None
+    if notebook == "07-compare" and _value("simulated", overrides, defaults) is not None:
+        return _COMPARE
+    if notebook == "08-pilot" and _value("simulate_pilot", overrides, defaults) is not False:
+        return _PILOT
+    if notebook == "09-depth":
+        return _DEPTH
+    return None
+
+
+if __name__ == "__main__":  # `python -m needlepoint.notebook.pipeline`: what make setup runs
+    ensure_kernel()
+    print(f"kernel {KERNEL}; Jupyter settings in {write_jupyter_config()}")

@@ -258,8 +258,8 @@ def calibration_record(
 ) -> tuple[tuple[Any, ...], list[str]]:
     """What the pilot notebook's calibration takes from the record: the designs on record its
     new version must not repeat, and the pilot's declaration chain (``shown`` names the pilot)."""
-    from needlepoint.study.fresh import records_for
-    from needlepoint.study.record import chain_record
+    from needlepoint.study.declare import chain_record
+    from needlepoint.study.scan import records_for
 
     base = Path(root)
     records = records_for(base)

@@ -120,7 +120,7 @@ def first_overlap(pilot: Materials, design: Materials) -> str | None:
 class OnRecord:
     """A design already run under the evidence root: what it asked and its request bytes.
 
-    The study record builds these (``needlepoint.study.fresh``); a calibrated version must share
+    The study record builds these (``needlepoint.study.scan``); a calibrated version must share
     nothing with any of them, by the overlap rule above plus identical request bytes.
     """
 

@@ -16,7 +16,7 @@ import pytest
 from needlepoint.cli import main
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes
-from needlepoint.notebook.evidence_diff import diff_evidence
+from needlepoint.notebook.evidence import diff_evidence
 
 REFERENCE = Path(__file__).resolve().parents[2] / "evidence" / "20261130-simulated-reference"
 

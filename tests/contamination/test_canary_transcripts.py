@@ -12,13 +12,13 @@ import pytest
 from support import transcripts as tx
 from support.fuzz import SMALL, run_cli
 
-from needlepoint.contamination.fixture import build_synthetic_workspace
-from needlepoint.contamination.inputs import read_results
-from needlepoint.contamination.transcripts import (
+from needlepoint.contamination.canary import (
     apply_transcripts,
     parse_spec,
     read_transcript,
 )
+from needlepoint.contamination.fixture import build_synthetic_workspace
+from needlepoint.contamination.inputs import read_results
 from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.errors import NeedlepointError
 

@@ -14,8 +14,7 @@ from needlepoint.compare.document import compare_runs
 from needlepoint.design.prepared import prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
-from needlepoint.study.declare import declare
-from needlepoint.study.record import evidence_root
+from needlepoint.study.declare import declare, evidence_root
 
 
 def _run(prepared: Path, run: Path, declaration: Path | None = None, **params) -> None:

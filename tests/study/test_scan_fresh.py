@@ -18,7 +18,7 @@ from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
 from needlepoint.pilot.heldout import RECORD_RULE, request_hashes
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
-from needlepoint.study.fresh import designs_run, records_for
+from needlepoint.study.scan import designs_run, records_for
 
 
 def _override(folder: Path, name: str, **fields) -> Path:
