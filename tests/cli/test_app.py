@@ -21,8 +21,7 @@ FIRST_COMMANDS = {
     "study": "declare",
     "contamination": "contamination",
     "interop": "export",
-    "pipeline": "pipeline",
-    "local": "local-pipeline",
+    "local": "pipeline",
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from needlepoint.design.generate import generate_cases
 from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
-from needlepoint.pilot.heldout import index_materials, request_hashes
+from needlepoint.pilot.folder import index_materials, request_hashes
 from needlepoint.study.scan import designs_run, records_for
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"

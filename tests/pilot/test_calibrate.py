@@ -27,14 +27,15 @@ from needlepoint.pilot import calibrate as cr
 from needlepoint.pilot.calibrate import (
     CalibrationOptions,
     CalibrationRecord,
+    LengthCounts,
+    Proportion,
     calibrate,
     calibrated_protocol,
     threshold_power,
     verdict_of,
 )
-from needlepoint.pilot.heldout import first_overlap, index_materials
+from needlepoint.pilot.folder import first_overlap, index_materials
 from needlepoint.pilot.report import calibration_lines, read_report, write_protocol, write_report
-from needlepoint.pilot.stats import LengthCounts, Proportion
 from needlepoint.schema import from_plain
 
 _PAIR_1 = "a pair complete with probability 1.000"

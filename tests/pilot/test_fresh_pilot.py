@@ -15,7 +15,7 @@ from support.pilots import design_file
 
 from needlepoint.cli import main
 from needlepoint.design.generate import generate_cases
-from needlepoint.pilot import heldout
+from needlepoint.pilot import folder
 from needlepoint.pilot.record import read_pilot_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,9 +46,9 @@ def test_a_second_pilot_avoids_the_first_and_records_why(tmp_path: Path) -> None
     assert _pilot(root, "p4", design, 4) == 0
     assert _pilot(root, "p8", design, 8, "--version", "7") == 0  # v6 is p4's
     first, second = read_pilot_record(root / "p4"), read_pilot_record(root / "p8")
-    assert first.materials_seed.attempt == 0 and first.materials_seed.rule == heldout.PILOT_RULE
+    assert first.materials_seed.attempt == 0 and first.materials_seed.rule == folder.PILOT_RULE
     seed = second.materials_seed
-    assert seed.attempt >= 1 and seed.rule == heldout.PILOT_RULE + heldout.PILOT_RECORD_RULE
+    assert seed.attempt >= 1 and seed.rule == folder.PILOT_RULE + folder.PILOT_RECORD_RULE
     assert "`p4/prepared`" in seed.rejected[0].overlap
     names4, codes4 = _asked(root / "p4")
     names8, codes8 = _asked(root / "p8")
@@ -90,4 +90,4 @@ def test_a_version_another_design_uses_is_refused_before_anything_is_written(
 
 def test_the_documented_pilot_record_rule_is_the_one_recorded() -> None:
     doc = (ROOT / "docs" / "pilot.md").read_text(encoding="utf-8")
-    assert f"```text\n{heldout.PILOT_RECORD_RULE}\n```" in doc
+    assert f"```text\n{folder.PILOT_RECORD_RULE}\n```" in doc

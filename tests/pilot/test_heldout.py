@@ -13,7 +13,7 @@ from needlepoint.design.generate import generate_cases
 from needlepoint.design.prepared import load_prepared
 from needlepoint.design.protocol import load_override, reference_protocol
 from needlepoint.errors import NeedlepointError
-from needlepoint.pilot import heldout
+from needlepoint.pilot import folder
 from needlepoint.pilot.folder import pilot_protocol
 from needlepoint.pilot.record import read_pilot_record
 
@@ -21,18 +21,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_derived_seeds_are_fixed_valid_and_distinct() -> None:
-    seeds = [heldout.derived_seed(20260930, heldout.PILOT_PURPOSE, k) for k in range(50)]
-    assert seeds == [heldout.derived_seed(20260930, heldout.PILOT_PURPOSE, k) for k in range(50)]
+    seeds = [folder.derived_seed(20260930, folder.PILOT_PURPOSE, k) for k in range(50)]
+    assert seeds == [folder.derived_seed(20260930, folder.PILOT_PURPOSE, k) for k in range(50)]
     assert len(set(seeds)) == 50 and all(0 <= s < 2**63 for s in seeds)
     assert 20260930 not in seeds
-    other = heldout.derived_seed(20260930, heldout.CALIBRATED_PURPOSE, 0)
+    other = folder.derived_seed(20260930, folder.CALIBRATED_PURPOSE, 0)
     assert other not in seeds
     # pinned: the rule is documented, so a port must reproduce this value
     assert seeds[0] == 8319860694796763036
 
 
 def _sets(protocol: dict) -> dict[str, set[str]]:
-    """Independent of heldout.index_materials: every role of a generated design as sets."""
+    """Independent of folder.index_materials: every role of a generated design as sets."""
     cases = generate_cases(protocol)
     codes = {c.target_code for c in cases}
     for c in cases:
@@ -54,7 +54,7 @@ def test_pilot_seed_is_recorded_and_its_materials_share_nothing_asked(tmp_path: 
     seed = record.materials_seed
     assert pilot["seeds"]["materials"] == seed.seed != record.design.materials_seed
     assert pilot["rationale"]["materials_seed"]["seed"] == seed.seed
-    assert seed.seed == heldout.derived_seed(20260930, heldout.PILOT_PURPOSE, seed.attempt)
+    assert seed.seed == folder.derived_seed(20260930, folder.PILOT_PURPOSE, seed.attempt)
     assert [r.attempt for r in seed.rejected] == list(range(seed.attempt))
     assert run.lines()[1].startswith(f"held-out materials seed {seed.seed}")
     p, d = _sets(pilot), _sets(load_override(design))
@@ -64,19 +64,19 @@ def test_pilot_seed_is_recorded_and_its_materials_share_nothing_asked(tmp_path: 
 
 
 def test_first_overlap_names_the_first_shared_item() -> None:
-    design = heldout.index_materials(generate_cases(reference_protocol()))
-    line = heldout.first_overlap(design, design)
+    design = folder.index_materials(generate_cases(reference_protocol()))
+    line = folder.first_overlap(design, design)
     assert line is not None and "target name of case S1" in line
     first = generate_cases(reference_protocol())[0]
     assert line.startswith(first.target_name)
     # a disjoint pilot, then one that reuses a background code of the design as a target code
     ref = reference_protocol()
-    seed = heldout.pilot_seed(ref, lambda s: pilot_protocol(ref, (12,), 4, s))
+    seed = folder.pilot_seed(ref, lambda s: pilot_protocol(ref, (12,), 4, s))
     pilot_cases = list(generate_cases(pilot_protocol(ref, (12,), 4, seed.seed)))
-    assert heldout.first_overlap(heldout.index_materials(tuple(pilot_cases)), design) is None
+    assert folder.first_overlap(folder.index_materials(tuple(pilot_cases)), design) is None
     borrowed = generate_cases(ref)[2].backgrounds[0].codes[5]
     pilot_cases[1] = dataclasses.replace(pilot_cases[1], target_code=borrowed)
-    found = heldout.first_overlap(heldout.index_materials(tuple(pilot_cases)), design)
+    found = folder.first_overlap(folder.index_materials(tuple(pilot_cases)), design)
     assert found is not None and found.startswith(borrowed)
     assert "target code of case S2" in found and "background record 5 of case S3" in found
 
@@ -91,7 +91,7 @@ def test_every_candidate_overlapping_is_refused_with_the_last_overlap(tmp_path: 
         simulated_pilot(tmp_path / "pilot", path, lengths=(12,), simulate="perfect")
     text = str(err.value)
     assert "\n" not in text
-    assert f"none of {heldout.MAX_SEED_ATTEMPTS} derived materials seeds" in text
+    assert f"none of {folder.MAX_SEED_ATTEMPTS} derived materials seeds" in text
     assert "is the design's target name" in text or "a near name of the design" in text
     assert not (tmp_path / "pilot").exists()
 

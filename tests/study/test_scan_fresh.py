@@ -15,7 +15,7 @@ from support.pilots import design_file, simulated_pilot
 from needlepoint.design.generate import generate_cases
 from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
-from needlepoint.pilot.heldout import RECORD_RULE, request_hashes
+from needlepoint.pilot.folder import RECORD_RULE, request_hashes
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
 from needlepoint.study.scan import designs_run, records_for

@@ -229,7 +229,7 @@ def test_the_script_writes_a_file_per_module_when_the_run_completes(
     assert err[-2:] == [
         "mutate: run.interpret: killed 35 of 36 constant mutants (0 excused) "
         "-> docs/mutation/constants/needlepoint.run.interpret.json",
-        "mutate: analysis.robustness: killed 9 of 9 constant mutants (0 excused) "
+        "mutate: analysis.robustness: killed 11 of 11 constant mutants (0 excused) "
         "-> docs/mutation/constants/needlepoint.analysis.robustness.json",
     ]
     saved = json.loads((tmp_path / results.RESULTS / "needlepoint.run.interpret.json").read_text())
@@ -245,7 +245,7 @@ def test_an_interrupted_run_writes_no_file(
 ) -> None:
     fake_run["stop"] = True
     assert script.main(CORE) == 1
-    assert "mutate: stopped: 2 of 45 constant mutants checked (partial)" in capsys.readouterr().err
+    assert "mutate: stopped: 2 of 47 constant mutants checked (partial)" in capsys.readouterr().err
     assert not (tmp_path / "docs").exists()
 
 

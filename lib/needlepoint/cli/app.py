@@ -27,7 +27,6 @@ from needlepoint.cli import (
     interop,
     local,
     pilot,
-    pipeline,
     run,
     selftest,
     study,
@@ -45,7 +44,6 @@ PROVIDERS = (
     study,
     contamination,
     interop,
-    pipeline,
     local,
 )
 

@@ -86,7 +86,7 @@ def _overlap(args: argparse.Namespace) -> int:
 def _timeline(args: argparse.Namespace) -> int:
     from needlepoint.contamination.context import load_context
     from needlepoint.contamination.inputs import iso_from_ns, read_runs
-    from needlepoint.contamination.timeline import check_timeline
+    from needlepoint.contamination.overlap import check_timeline
 
     result = check_timeline(read_runs(args.runs), load_context(args.context, args.include))
     say(result.sentence())

@@ -14,7 +14,7 @@ from typing import Any
 
 from needlepoint.cli.run import add_run_flags, run_options
 from needlepoint.errors import NeedlepointError
-from needlepoint.pilot.heldout import OnRecord
+from needlepoint.pilot.folder import OnRecord
 
 
 def parse_ints(flag: str, text: str) -> tuple[int, ...]:
@@ -52,8 +52,7 @@ def pilot_record(
     (a local server included), and again on the chosen seed's, before anything is written.
     """
     from needlepoint.design.protocol import design_fingerprint
-    from needlepoint.pilot.folder import load_design, pilot_protocol
-    from needlepoint.pilot.heldout import PILOT_PURPOSE, derived_seed
+    from needlepoint.pilot.folder import PILOT_PURPOSE, derived_seed, load_design, pilot_protocol
     from needlepoint.pilot.record import PILOT_NAME
     from needlepoint.study.declare import evidence_root
     from needlepoint.study.scan import check_version, records_for
@@ -181,7 +180,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the pilot and calibrate sub-commands."""
     from needlepoint.cli.run import number, seed, whole
     from needlepoint.design.schema import MAX_REQUESTS
-    from needlepoint.pilot.options import MAX_SEARCH_CASES, MAX_SIMULATIONS
+    from needlepoint.pilot.record import MAX_SEARCH_CASES, MAX_SIMULATIONS
 
     p = sub.add_parser(
         "pilot",

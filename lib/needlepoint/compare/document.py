@@ -26,16 +26,15 @@ from typing import Any
 
 import needlepoint
 from needlepoint.analysis.depth import SIMILARITIES, DepthAnalysis, Interval, analyze_depth
-from needlepoint.analysis.depth.report import write_depth
+from needlepoint.analysis.depth.report import depth_axis, finish_panels, write_depth
 from needlepoint.analysis.document import build_document
-from needlepoint.analysis.figures import add_note, stable_figure
+from needlepoint.analysis.figures import stable_figure
 from needlepoint.analysis.inputs import AnalysisInput, Outcome, from_run
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.analysis.record import AnalysisDocument
 from needlepoint.analysis.report import headline_lines, record_lines
 from needlepoint.analysis.secondary import rate_of
 from needlepoint.analysis.shape import shape_words
-from needlepoint.compare.grid import GRID_FIGURE, write_grid
 from needlepoint.compare.record import (
     COMPARISON_FORMAT,
     COMPARISON_VERSION,
@@ -46,7 +45,7 @@ from needlepoint.compare.record import (
     ScoreTotal,
     to_json,
 )
-from needlepoint.compare.report import comparison_markdown, run_name
+from needlepoint.compare.report import GRID_FIGURE, comparison_markdown, run_name, write_grid
 from needlepoint.design.profiles import body_profile
 from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
@@ -443,14 +442,10 @@ def _figure(names: Sequence[str], results: Sequence[DepthAnalysis], path: Path) 
                         ys.append(correct / valid)
                 ax.plot(xs, ys, marker="o", color=_COLOURS[k % len(_COLOURS)], label=name)
             ax.set_title(f"{sim} similarity (lengths pooled)", fontsize=10)
-            ax.set_xlabel("depth of the target")
-            ax.set_xticks(list(first.depths))
-            ax.set_xticklabels([f"{x:g}" for x in first.depths])
-            ax.set_ylim(-0.05, 1.05)
-            ax.grid(alpha=0.3)
-        axes[0].set_ylabel("accuracy")
-        axes[-1].legend(loc="lower left", fontsize=8)
-        add_note(fig, "each run analysed alone; accuracy = exact-correct / valid answers")
+            depth_axis(ax, first.depths, "depth of the target")
+        finish_panels(
+            fig, axes, "each run analysed alone; accuracy = exact-correct / valid answers"
+        )
 
 
 def compare_depth(

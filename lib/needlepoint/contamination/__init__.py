@@ -18,9 +18,13 @@ from needlepoint.contamination.context import (
 )
 from needlepoint.contamination.fixture import FixturePaths, build_synthetic_workspace
 from needlepoint.contamination.inputs import read_discards, read_reference, read_results, read_runs
-from needlepoint.contamination.overlap import OverlapResult, check_overlap
+from needlepoint.contamination.overlap import (
+    OverlapResult,
+    TimelineResult,
+    check_overlap,
+    check_timeline,
+)
 from needlepoint.contamination.report import ContaminationReport, build_report, write_report
-from needlepoint.contamination.timeline import TimelineResult, check_timeline
 
 __all__ = [
     "DEFAULT_INCLUDES",

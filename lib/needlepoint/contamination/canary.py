@@ -193,6 +193,16 @@ def parse_spec(spec: str) -> tuple[str | None, str, str]:
     return (run or None), kind, path
 
 
+def _turn(question: str, line: dict[str, Any], where: str) -> dict[str, Any]:
+    """A user question opening a turn: its text, its time, the tool calls it gathers, its line."""
+    return {
+        "question": question,
+        "start": _time(line.get("timestamp")),
+        "calls": set(),
+        "where": where,
+    }
+
+
 def _time(value: Any) -> float | None:
     if not isinstance(value, str):
         return None
@@ -315,12 +325,7 @@ def read_claude_code(path: Path, run_id: str | None) -> Transcript:
                 if uuid in seen_questions:  # a repeated line of a resumed session
                     continue
                 seen_questions.add(uuid)
-                current = {
-                    "question": text,
-                    "start": _time(v.get("timestamp")),
-                    "calls": set(),
-                    "where": f"{f.name}:{n}",
-                }
+                current = _turn(text, v, f"{f.name}:{n}")
                 turns.append(current)
             elif v.get("type") == "assistant" and current is not None:
                 current["calls"].update(_tool_ids(message))
@@ -384,12 +389,7 @@ def read_codex(path: Path, run_id: str | None) -> Transcript:
                 if text.lstrip().startswith(_CODEX_INJECTED):
                     agents += [m.group(1) for rx in _AGENTS for m in rx.finditer(text)]
                     continue
-                current = {
-                    "question": text,
-                    "start": _time(v.get("timestamp")),
-                    "calls": set(),
-                    "where": f"{f.name}:{n}",
-                }
+                current = _turn(text, v, f"{f.name}:{n}")
                 turns.append(current)
             elif p.get("type") in _CODEX_CALLS and current is not None:
                 key = p.get("call_id") or p.get("id") or f"{f.name}:{n}"

@@ -37,8 +37,12 @@ from needlepoint.contamination.inputs import (
     read_results,
     read_runs,
 )
-from needlepoint.contamination.overlap import OverlapResult, check_overlap
-from needlepoint.contamination.timeline import TimelineResult, check_timeline
+from needlepoint.contamination.overlap import (
+    OverlapResult,
+    TimelineResult,
+    check_overlap,
+    check_timeline,
+)
 from needlepoint.jsonio import canonical_bytes, file_sha256, write_bytes_atomic
 from needlepoint.safetext import md_code, md_text
 from needlepoint.schema import fields_plain, to_plain

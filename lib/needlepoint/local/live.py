@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.pilot.folder import PilotRun, run_pilot
-from needlepoint.pilot.heldout import OnRecord
+from needlepoint.pilot.folder import OnRecord, PilotRun, run_pilot
 from needlepoint.pilot.record import RUN_DIR
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import RunSummary, run_protocol

@@ -47,8 +47,7 @@ from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
 from needlepoint.pilot.calibrate import Calibration, CalibrationOptions, calibrate
-from needlepoint.pilot.folder import read_design, run_pilot
-from needlepoint.pilot.heldout import OnRecord
+from needlepoint.pilot.folder import OnRecord, read_design, run_pilot
 from needlepoint.pilot.record import read_pilot_record
 from needlepoint.pilot.report import write_protocol, write_report
 from needlepoint.run.declaration import read_declaration

@@ -338,9 +338,8 @@ if TYPE_CHECKING:
 
     from needlepoint.contamination.canary import CanaryResult
     from needlepoint.contamination.context import Manifest
-    from needlepoint.contamination.overlap import OverlapResult
+    from needlepoint.contamination.overlap import OverlapResult, TimelineResult
     from needlepoint.contamination.report import ContaminationReport
-    from needlepoint.contamination.timeline import TimelineResult
 
 
 def _frame(rows: list[dict[str, object]], columns: list[str]) -> pd.DataFrame:

@@ -134,3 +134,98 @@ def read_pilot_record(folder: str | Path) -> PilotRecord:
             f"{path}: prepared_dir and run_dir must be {PREPARED_DIR}, {RUN_DIR}"
         )
     return record
+
+
+# What a calibration may be asked for: the rules' parameters in range, and a search whose
+# size is known before it starts.
+#
+# The search simulates ``simulations`` designs at every multiple of the order count up to
+# ``max_cases`` (512 cases once took 51 s; 10^9 ran until killed), so its work is bounded in
+# simulated cases before the first simulation.
+
+REQUESTS_PER_PAIR = 8  # two similarity blocks of four conditions
+# The work bound is in simulated cases (about 0.65 million a second on a shared 2-core machine).
+MAX_SEARCH_CASES = 1024
+MAX_SIMULATIONS = 1_000_000
+MAX_SEARCH_WORK = 40_000_000
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """What `calibrate` is asked for: the rules' parameters and the new version number."""
+
+    band_low: float = 0.6
+    band_high: float = 0.95
+    min_pair_complete: float = 0.5
+    effect: float = 0.2
+    target_power: float = 0.8
+    complete_margin: int = 2
+    max_cases: int = 128
+    max_requests: int | None = None
+    simulations: int = 1000
+    seed: int = 20260930
+    version: int | None = None
+    # Each similarity arm's end accuracy must be inside the band (issue 34). Off only to
+    # re-derive a calibration made before, when the band read both arms pooled.
+    band_per_similarity: bool = True
+    # When no count within the bound reaches the target power, write a protocol at this many
+    # cases anyway, labelled descriptive (declared before the pilot; None: write nothing).
+    descriptive_cases: int | None = None
+
+
+def check_options(o: CalibrationOptions) -> None:
+    """Refuse parameters the rules cannot use, with one line naming the parameter."""
+    if not 0 <= o.band_low < o.band_high <= 1:
+        raise NeedlepointError(f"--band {o.band_low:g},{o.band_high:g}: need 0 <= LOW < HIGH <= 1")
+    if not 0 < o.min_pair_complete <= 1 or not 0 < o.target_power < 1:
+        raise NeedlepointError("min_pair_complete and target_power must lie in (0, 1)")
+    if o.max_cases < 1 or o.simulations < 1 or o.complete_margin < 1 or (o.max_requests or 1) < 1:
+        raise NeedlepointError("--max-cases, --simulations and the margin must be positive")
+    if o.max_cases > MAX_SEARCH_CASES or o.simulations > MAX_SIMULATIONS:
+        raise NeedlepointError(
+            f"--max-cases {o.max_cases} / --simulations {o.simulations}: at most "
+            f"{MAX_SEARCH_CASES} cases and {MAX_SIMULATIONS:,} simulations per count"
+        )
+    if not 0 <= o.seed < 2**63:
+        raise NeedlepointError(f"--seed {o.seed}: must lie in 0 to 2^63 - 1")
+
+
+def check_search(o: CalibrationOptions, step: int, lengths: int = 1) -> None:
+    """Refuse a search that would simulate more than MAX_SEARCH_WORK cases, before it starts."""
+    bound = case_bound(o, (0,) * lengths)
+    counts = bound // max(step, 1)
+    work = o.simulations * step * counts * (counts + 1) // 2
+    if work > MAX_SEARCH_WORK:
+        raise NeedlepointError(
+            f"--max-cases {o.max_cases} with --simulations {o.simulations} would simulate about "
+            f"{work:,} cases in the search (limit {MAX_SEARCH_WORK:,}); lower one of them"
+        )
+
+
+def check_descriptive(o: CalibrationOptions, step: int, bound: int) -> None:
+    """A descriptive count must be a positive multiple of the order count within the bound."""
+    n = o.descriptive_cases
+    if n is not None and (n < 1 or n % step or n > bound):
+        raise NeedlepointError(
+            f"--descriptive-cases {n}: must be a positive multiple of the {step} orders and at "
+            f"most {bound} (the search bound at the qualifying lengths)"
+        )
+
+
+def check_effect(o: CalibrationOptions, threshold: float) -> None:
+    """The effect must exceed the design's threshold, or 80% power is out of reach."""
+    if not threshold < o.effect <= 1:
+        raise NeedlepointError(
+            f"--effect {o.effect:g} must exceed the threshold {threshold:g}: at an effect equal "
+            "to the threshold the estimate falls below it about half the time, so power "
+            "never reaches 80% there, whatever the count"
+        )
+
+
+def case_bound(
+    o: CalibrationOptions, lengths: tuple[int, ...], per_pair: int = REQUESTS_PER_PAIR
+) -> int:
+    """The largest count the search may try: ``max_cases``, or fewer within ``max_requests``
+    (``per_pair``: a case's requests at one length, 8 in the reference design)."""
+    per_case = len(lengths) * per_pair
+    return o.max_cases if o.max_requests is None else min(o.max_cases, o.max_requests // per_case)

@@ -32,7 +32,7 @@ from needlepoint.pilot.calibrate import (
     REQUESTS_PER_PAIR,
     CalibrationRecord,
 )
-from needlepoint.pilot.heldout import RECORD_RULE
+from needlepoint.pilot.folder import RECORD_RULE
 from needlepoint.pilot.record import read_versioned, record_bytes
 
 

@@ -629,7 +629,7 @@ def grid_groups(reg: Registry) -> dict[str, list[Path]]:
 def write_registry_grids(reg: Registry, out: str | Path) -> list[str]:
     """Write one grid per design into ``out``; one line per grid written (or why none was)."""
     from needlepoint.compare.document import build_comparison, load_run
-    from needlepoint.compare.grid import write_grid
+    from needlepoint.compare.report import write_grid
 
     target = Path(out)
     groups = grid_groups(reg)

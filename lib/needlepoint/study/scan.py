@@ -15,7 +15,7 @@ from typing import Any
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import read_json
-from needlepoint.pilot.heldout import OnRecord, index_materials, record_overlap, request_hashes
+from needlepoint.pilot.folder import OnRecord, index_materials, record_overlap, request_hashes
 from needlepoint.run.folder import RUN_NAME, read_run_record
 from needlepoint.run.journal import JOURNAL_NAME
 

@@ -289,15 +289,25 @@ def depth_lines(d: DepthAnalysis, path: str | Path) -> Path:
                     label=f"{sim} similarity",
                 )
             ax.set_title(f"{n} records", fontsize=10)
-            ax.set_xlabel("depth of the target (0 = first record, 1 = last)")
-            ax.set_xticks(list(d.depths))
-            ax.set_xticklabels([f"{x:g}" for x in d.depths])
-            ax.set_ylim(-0.05, 1.05)
-            ax.grid(alpha=0.3)
-        axes[0].set_ylabel("accuracy")
-        axes[-1].legend(loc="lower left", fontsize=8)
-        add_note(fig, NOTE)
+            depth_axis(ax, d.depths, "depth of the target (0 = first record, 1 = last)")
+        finish_panels(fig, axes, NOTE)
     return Path(path)
+
+
+def depth_axis(ax: Any, depths: Sequence[float], label: str) -> None:
+    """One accuracy-against-depth panel's axes: a tick at each declared depth, accuracy 0 to 1."""
+    ax.set_xlabel(label)
+    ax.set_xticks(list(depths))
+    ax.set_xticklabels([f"{x:g}" for x in depths])
+    ax.set_ylim(-0.05, 1.05)
+    ax.grid(alpha=0.3)
+
+
+def finish_panels(fig: Any, axes: Any, note: str) -> None:
+    """The shared y label, the legend in the last panel and the figure's note."""
+    axes[0].set_ylabel("accuracy")
+    axes[-1].legend(loc="lower left", fontsize=8)
+    add_note(fig, note)
 
 
 def depth_heatmap(d: DepthAnalysis, path: str | Path) -> Path:

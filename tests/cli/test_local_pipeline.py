@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from needlepoint.cli import main
-from needlepoint.cli.pipeline import outcome_lines
+from needlepoint.cli.local import outcome_lines
 from needlepoint.notebook import pipeline
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"

@@ -8,7 +8,7 @@ from support.contamination import context_file, runs
 
 from needlepoint.contamination.context import build_manifest, load_context, write_manifest
 from needlepoint.contamination.inputs import read_runs
-from needlepoint.contamination.timeline import check_timeline
+from needlepoint.contamination.overlap import check_timeline
 
 R1 = ("r1", "ref", "2025-03-14T11:15:00Z", "SR-7720")
 

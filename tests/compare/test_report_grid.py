@@ -15,7 +15,7 @@ from support.runner import KEY_ENV, SENTINEL, live
 from needlepoint.analysis.secondary import clopper_pearson
 from needlepoint.cli.app import main
 from needlepoint.compare.document import compare_runs
-from needlepoint.compare.grid import GRID_FIGURE, grid_csv, grid_markdown, grid_rows, q1_shape
+from needlepoint.compare.report import GRID_FIGURE, grid_csv, grid_markdown, grid_rows, q1_shape
 from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol

@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import binomtest
 
 from needlepoint.analysis.inputs import Outcome
-from needlepoint.pilot.stats import Proportion, clopper_pearson, length_counts, pooled
+from needlepoint.pilot.calibrate import Proportion, clopper_pearson, length_counts, pooled
 
 
 @pytest.mark.parametrize(
