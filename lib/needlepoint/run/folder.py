@@ -257,6 +257,12 @@ def _git(top: Path, *args: str) -> str | None:
         return None
 
 
+def _checkout() -> Path | None:
+    """The top of the git checkout the package runs from; None outside one."""
+    top = _git(Path(__file__).resolve().parent, "rev-parse", "--show-toplevel")
+    return Path(top) if top else None
+
+
 # What a declaration binds as code: a commit that differs only outside these paths (evidence,
 # docs, tests) ran the same library with the same pins.
 CODE_PATHS = ("lib", "pyproject.toml", "constraints.txt")
@@ -268,11 +274,10 @@ def code_changes(old: str, new: str) -> list[str] | None:
     # Both come from files a run folder holds: only a hex commit reaches git's command line.
     if not all(re.fullmatch(r"[0-9a-f]{7,64}", c) for c in (old, new)):
         return None
-    here = Path(__file__).resolve().parent
-    top = _git(here, "rev-parse", "--show-toplevel")
-    if not top:
+    top = _checkout()
+    if top is None:
         return None
-    changed = _git(Path(top), "diff", "--name-only", old, new, "--", *CODE_PATHS)
+    changed = _git(top, "diff", "--name-only", old, new, "--", *CODE_PATHS)
     return None if changed is None else sorted(changed.splitlines())
 
 
@@ -280,9 +285,8 @@ def code_now() -> dict[str, Any]:
     """The code running now, as a declaration binds it (``declaration.CodeRef``): the git
     commit of the package's checkout, whether its tracked files are unmodified, and the
     SHA-256 of its constraints.txt; None for each that cannot be known."""
-    here = Path(__file__).resolve().parent
-    top = _git(here, "rev-parse", "--show-toplevel")
-    root = Path(top) if top else here.parents[2]
+    top = _checkout()
+    root = top or Path(__file__).resolve().parents[3]  # lib/needlepoint/run/ -> the project
     commit = _git(root, "rev-parse", "HEAD") if top else None
     status = _git(root, "status", "--porcelain", "--untracked-files=no") if top else None
     constraints = root / "constraints.txt"
