@@ -9,11 +9,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from needlepoint.cli.run import command
 from needlepoint.errors import NeedlepointError
 from needlepoint.safetext import say
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
+    """the preregistered analysis of one run: analysis.json, summary.md, figures
+
+    Analyse one run (re-derived from its journal) or one results table.
+    """
     from needlepoint.analysis.document import analyze
     from needlepoint.analysis.inputs import from_results_csv, from_run, refuse_pooling
     from needlepoint.analysis.report import headline_lines
@@ -106,6 +111,10 @@ def _shown(path: Path) -> str:
 
 
 def _cmd_power(args: argparse.Namespace) -> int:
+    """design sensitivity: P(decision = supported) for hypothetical models
+
+    Simulate the full design with its completeness rules and decision.
+    """
     from needlepoint.analysis.power import PowerModel, PowerStudy, sensitivity_lines
 
     model = PowerModel(
@@ -147,11 +156,7 @@ def _ints(text: str) -> list[int]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the analyze and power sub-commands."""
-    a = sub.add_parser(
-        "analyze",
-        help="the preregistered analysis of one run: analysis.json, summary.md, figures",
-        description="Analyse one run (re-derived from its journal) or one results table.",
-    )
+    a = command(sub, "analyze", _cmd_analyze)
     a.add_argument("run_dirs", metavar="RUNDIR", nargs="*", help="run folder (exactly one)")
     a.add_argument("--results", action="append", metavar="FILE.csv", help="results table")
     a.add_argument("--prepared", metavar="DIR", help="prepared folder (required with --results)")
@@ -163,13 +168,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="where other runs of the design are on record (default: the nearest folder "
         "named evidence holding RUNDIR)",
     )
-    a.set_defaults(func=_cmd_analyze)
 
-    p = sub.add_parser(
-        "power",
-        help="design sensitivity: P(decision = supported) for hypothetical models",
-        description="Simulate the full design with its completeness rules and decision.",
-    )
+    p = command(sub, "power", _cmd_power)
     p.add_argument("--cases", type=_ints, default=[8, 16, 32], help="e.g. 8,16,32")
     p.add_argument("--effects", type=_floats, help="added middle losses, e.g. 0,0.1,0.2")
     p.add_argument("--acc-b", type=float, default=0.95, help="accuracy at the beginning")
@@ -191,7 +191,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=20260930, help="numpy default_rng seed")
     p.add_argument("--prepared", metavar="DIR", help="take protocol parameters from here")
     p.add_argument("--out", metavar="DIR", help="write power.csv and power_curve.png here")
-    p.set_defaults(func=_cmd_power)
     _register_compare(sub)  # `compare` follows `power` in --help
 
 
@@ -202,6 +201,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    """runs of one design side by side, each analysed alone (never pooled)
+
+    Analyse each run exactly as `analyze` does and set them side by side: comparison.json,
+    comparison.md, the results grid (grid.csv, grid.md, grid.png: every run by length, similarity
+    and position) and figures. Two or more runs, sharing one design fingerprint.
+    """
     from pathlib import Path
 
     from needlepoint.compare.document import compare_runs, load_runs
@@ -237,14 +242,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _register_compare(sub: argparse._SubParsersAction) -> None:
     """Add the compare sub-command."""
-    c = sub.add_parser(
-        "compare",
-        help="runs of one design side by side, each analysed alone (never pooled)",
-        description="Analyse each run exactly as `analyze` does and set them side by side: "
-        "comparison.json, comparison.md, the results grid (grid.csv, grid.md, grid.png: every "
-        "run by length, similarity and position) and figures. Two or more runs, sharing one "
-        "design fingerprint.",
-    )
+    c = command(sub, "compare", _cmd_compare)
     c.add_argument("run_dirs", metavar="RUNDIR", nargs="+", help="run folders of one design")
     c.add_argument("--out", metavar="DIR", required=True, help="the comparison folder")
     c.add_argument(
@@ -266,4 +264,3 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         help="where other runs of the design are on record (default: the nearest folder "
         "named evidence holding the first RUNDIR)",
     )
-    c.set_defaults(func=_cmd_compare)

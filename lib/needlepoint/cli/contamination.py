@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from needlepoint.cli.run import command
 from needlepoint.contamination.report import EXIT_FINDING, EXIT_PASSED
 from needlepoint.safetext import say
 
@@ -17,6 +18,7 @@ _INCLUDE_HELP = "glob relative to the root (repeatable); replaces the default ag
 
 
 def _manifest(args: argparse.Namespace) -> int:
+    """freeze the automatic context: paths, sizes, mtimes, SHA-256"""
     from needlepoint.contamination.context import (
         DEFAULT_INCLUDES,
         build_manifest,
@@ -64,6 +66,7 @@ def _print_context_notes(result: object) -> bool:
 
 
 def _overlap(args: argparse.Namespace) -> int:
+    """reference answers present verbatim in the context"""
     from needlepoint.contamination.context import load_context
     from needlepoint.contamination.inputs import read_discards, read_reference
     from needlepoint.contamination.overlap import check_overlap
@@ -84,6 +87,7 @@ def _overlap(args: argparse.Namespace) -> int:
 
 
 def _timeline(args: argparse.Namespace) -> int:
+    """files newer than a run holding its results; poisoned reruns"""
     from needlepoint.contamination.context import load_context
     from needlepoint.contamination.inputs import iso_from_ns, read_runs
     from needlepoint.contamination.overlap import check_timeline
@@ -118,6 +122,7 @@ def _transcripts(specs: list[str] | None) -> tuple:
 
 
 def _canary(args: argparse.Namespace) -> int:
+    """clean-room canary, zero-tool-call leaks, tool_calls present"""
     from needlepoint.contamination.canary import apply_transcripts, check_canary
     from needlepoint.contamination.inputs import read_results
 
@@ -145,6 +150,7 @@ def _canary(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    """all checks -> contamination.json/.md; exit 1 on findings"""
     from needlepoint.contamination.report import build_report, write_report
 
     report = build_report(
@@ -183,41 +189,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     checks = parser.add_subparsers(dest="check", metavar="CHECK")
     checks.required = True
 
-    p = checks.add_parser(
-        "manifest", help="freeze the automatic context: paths, sizes, mtimes, SHA-256"
-    )
+    p = command(checks, "manifest", _manifest)
     p.add_argument("--root", required=True, help="workspace root")
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
     p.add_argument("--out", help="write the manifest JSON here (default: standard output)")
-    p.set_defaults(func=_manifest)
 
-    p = checks.add_parser("overlap", help="reference answers present verbatim in the context")
+    p = command(checks, "overlap", _overlap)
     p.add_argument("--reference", required=True, metavar="REF.csv", help=REF_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument(
         "--discard", metavar="FILE", help="discard CSV: chance matches, each with a reason"
     )
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
-    p.set_defaults(func=_overlap)
 
-    p = checks.add_parser(
-        "timeline", help="files newer than a run holding its results; poisoned reruns"
-    )
+    p = command(checks, "timeline", _timeline)
     p.add_argument("--runs", required=True, metavar="RUNS.csv", help=RUNS_HELP)
     p.add_argument("--context", required=True, metavar="PATH", help=_CONTEXT_HELP)
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
-    p.set_defaults(func=_timeline)
 
-    p = checks.add_parser(
-        "canary", help="clean-room canary, zero-tool-call leaks, tool_calls present"
-    )
+    p = command(checks, "canary", _canary)
     p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
     p.add_argument(
         "--transcripts", action="append", metavar="[RUN_ID=]KIND:PATH", help=TRANSCRIPTS_HELP
     )
-    p.set_defaults(func=_canary)
 
-    p = checks.add_parser("report", help="all checks -> contamination.json/.md; exit 1 on findings")
+    p = command(checks, "report", _report)
     p.add_argument("--reference", required=True, metavar="REF.csv", help=REF_HELP)
     p.add_argument("--runs", required=True, metavar="RUNS.csv", help=RUNS_HELP)
     p.add_argument("--results", required=True, metavar="RESULTS.jsonl", help=RESULTS_HELP)
@@ -228,4 +224,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--discard", metavar="FILE", help="discard CSV for the overlap check")
     p.add_argument("--include", action="append", metavar="GLOB", help=_INCLUDE_HELP)
     p.add_argument("--out", required=True, metavar="DIR", help="folder for contamination.json/.md")
-    p.set_defaults(func=_report)

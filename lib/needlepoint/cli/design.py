@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 
+from needlepoint.cli.run import command
+
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
+    """write a prepared folder of frozen requests"""
     from pathlib import Path
 
     from needlepoint.design.prepared import load_protocol, prepare_protocol
@@ -31,6 +34,7 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    """regenerate a prepared folder and compare every byte"""
     from needlepoint.design.verify import verify_prepared
 
     report = verify_prepared(args.dir)
@@ -48,6 +52,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_dry_run(args: argparse.Namespace) -> int:
+    """print the budget (and the plan); no network"""
     from needlepoint.design.verify import dry_run
 
     ok, lines = dry_run(args.dir, plan=args.plan)
@@ -56,6 +61,7 @@ def _cmd_dry_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    """independently audit a prepared folder from its files"""
     from needlepoint.design.audit import audit_prepared
 
     report = audit_prepared(args.dir)
@@ -65,7 +71,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add prepare, verify, dry-run and audit."""
-    p = sub.add_parser("prepare", help="write a prepared folder of frozen requests")
+    p = command(sub, "prepare", _cmd_prepare)
     p.add_argument("--out", required=True, help="a new or empty folder")
     p.add_argument("--protocol", help="JSON file overriding protocol parameters")
     p.add_argument("--model", help="make a model variant: the same design, for this model name")
@@ -86,14 +92,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="allow a new version to reuse target names, codes or requests of a design already "
         "run under the root; the reason is recorded in protocol.json (materials_reuse)",
     )
-    p.set_defaults(func=_cmd_prepare)
-    p = sub.add_parser("verify", help="regenerate a prepared folder and compare every byte")
+    p = command(sub, "verify", _cmd_verify)
     p.add_argument("dir", metavar="DIR", help="the prepared folder")
-    p.set_defaults(func=_cmd_verify)
-    p = sub.add_parser("dry-run", help="print the budget (and the plan); no network")
+    p = command(sub, "dry-run", _cmd_dry_run)
     p.add_argument("dir", metavar="DIR", help="the prepared folder")
     p.add_argument("--plan", action="store_true", help="also list every planned request")
-    p.set_defaults(func=_cmd_dry_run)
-    p = sub.add_parser("audit", help="independently audit a prepared folder from its files")
+    p = command(sub, "audit", _cmd_audit)
     p.add_argument("dir", metavar="DIR", help="the prepared folder")
-    p.set_defaults(func=_cmd_audit)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 
+from needlepoint.cli.run import command
+
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    """an inspect_ai task file, one sample per request"""
     from needlepoint.interop.export import export_inspect
 
     path = export_inspect(args.prepared, args.out)
@@ -24,6 +27,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    """an inspect_ai .eval or .json log"""
     from needlepoint.interop.inspect_import import import_inspect
 
     record = import_inspect(args.log, args.prepared, args.out)
@@ -42,10 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     targets = e.add_subparsers(dest="target", metavar="HARNESS")
     targets.required = True
-    p = targets.add_parser("inspect", help="an inspect_ai task file, one sample per request")
+    p = command(targets, "inspect", _cmd_export)
     p.add_argument("prepared", metavar="PREPARED", help="the prepared folder")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for needlepoint_task.py")
-    p.set_defaults(func=_cmd_export)
 
     i = sub.add_parser(
         "import",
@@ -56,8 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     targets = i.add_subparsers(dest="target", metavar="HARNESS")
     targets.required = True
-    p = targets.add_parser("inspect", help="an inspect_ai .eval or .json log")
+    p = command(targets, "inspect", _cmd_import)
     p.add_argument("log", metavar="LOG", help="the inspect log (.eval or .json)")
     p.add_argument("--prepared", required=True, metavar="DIR", help="the prepared folder")
     p.add_argument("--out", required=True, metavar="RUNDIR", help="the run folder to write")
-    p.set_defaults(func=_cmd_import)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.cli.pilot import add_pilot_flags
-from needlepoint.cli.run import add_declaration_flag, n_ctx, positive_int, seconds, whole
+from needlepoint.cli.run import add_declaration_flag, command, n_ctx, positive_int, seconds, whole
 from needlepoint.local.model import (
     MODELS,
     SERVER_DISTRIBUTION,
@@ -31,6 +31,7 @@ from needlepoint.local.server import served_model, server_facts
 
 
 def _cmd_locate(args: argparse.Namespace) -> int:
+    """show the server package and the packaged GGUF"""
     spec = model_spec(args.model)
     version = locate_server()
     path = locate_model(spec)
@@ -54,6 +55,7 @@ def _cmd_locate(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    """serve on 127.0.0.1 until Ctrl-C"""
     with served_model(args.model, n_ctx=args.n_ctx, port=args.port, log_path=args.log) as server:
         facts = server_facts(server)
         if args.facts_out:
@@ -72,6 +74,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_tokenize_check(args: argparse.Namespace) -> int:
+    """count every request's prompt tokens"""
     from needlepoint.design.prepared import load_prepared
     from needlepoint.local.server import check_token_counts
 
@@ -101,21 +104,19 @@ def _register_model(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--n-ctx", type=n_ctx, default=None, help="context size (default: window)")
         p.add_argument("--log", default=None, help="server log file (default: a temp file)")
 
-    p = cmds.add_parser("locate", help="show the server package and the packaged GGUF")
+    p = command(cmds, "locate", _cmd_locate)
     common(p)
-    p.set_defaults(func=_cmd_locate)
-    p = cmds.add_parser("serve", help="serve on 127.0.0.1 until Ctrl-C")
+    p = command(cmds, "serve", _cmd_serve)
     served(p)
     p.add_argument("--port", type=whole(1, 65535), default=None, help="default: a free port")
     p.add_argument("--facts-out", default=None, help="write the run-record facts as JSON")
-    p.set_defaults(func=_cmd_serve)
-    p = cmds.add_parser("tokenize-check", help="count every request's prompt tokens")
+    p = command(cmds, "tokenize-check", _cmd_tokenize_check)
     served(p)
     p.add_argument("prepared", help="prepared folder; token_counts.json is written into it")
-    p.set_defaults(func=_cmd_tokenize_check)
 
 
 def _cmd_local_pipeline(args: argparse.Namespace) -> int:
+    """serve the packaged model and run every notebook live against it"""
     from needlepoint.local.live import run_local_pipeline
     from needlepoint.notebook.pipeline import PipelineFailed
 
@@ -138,9 +139,7 @@ def _cmd_local_pipeline(args: argparse.Namespace) -> int:
 
 def _register_pipeline(sub: argparse._SubParsersAction) -> None:
     """Add the local-pipeline command."""
-    p = sub.add_parser(
-        "local-pipeline", help="serve the packaged model and run every notebook live against it"
-    )
+    p = command(sub, "local-pipeline", _cmd_local_pipeline)
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-smollm2")
     p.add_argument(
         "--protocol",
@@ -158,10 +157,15 @@ def _register_pipeline(sub: argparse._SubParsersAction) -> None:
         help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/)",
     )
     p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
-    p.set_defaults(func=_cmd_local_pipeline)
 
 
 def _cmd_local_compare(args: argparse.Namespace) -> int:
+    """two packaged models on one design, run live one at a time and compared
+
+    Prepare a model variant of one design for Gemma 3 270M (completion) and SmolLM2-135M-Instruct
+    (chat), serve each on 127.0.0.1, check token counts, run each completely, audit, analyse and
+    compare into one evidence folder. Running it again resumes.
+    """
     from needlepoint.local.compare import AuditFailed, RunStopped, run_local_compare
     from needlepoint.notebook.pipeline import PipelineFailed
 
@@ -217,14 +221,7 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
     """Add the local-compare command."""
     from needlepoint.local.compare import DEFAULT_N_CTX
 
-    p = sub.add_parser(
-        "local-compare",
-        help="two packaged models on one design, run live one at a time and compared",
-        description="Prepare a model variant of one design for Gemma 3 270M (completion) and "
-        "SmolLM2-135M-Instruct (chat), serve each on 127.0.0.1, check token counts, run each "
-        "completely, audit, analyse and compare into one evidence folder. Running it again "
-        "resumes.",
-    )
+    p = command(sub, "local-compare", _cmd_local_compare)
     p.add_argument("--label", required=True, help="evidence folder label, e.g. local-compare")
     p.add_argument(
         "--protocol",
@@ -266,7 +263,6 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar during runs")
     add_declaration_flag(p)
-    p.set_defaults(func=_cmd_local_compare)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -302,6 +298,11 @@ def _serving_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_local_pilot(args: argparse.Namespace) -> int:
+    """serve the packaged model and run a held-out pilot live against it
+
+    `needlepoint pilot` against a packaged model on 127.0.0.1: the token check runs before the first
+    request, and the server's facts go into run.json.
+    """
     from needlepoint.cli.pilot import parse_ints, pilot_record, report_pilot
     from needlepoint.local.live import run_local_pilot
 
@@ -320,6 +321,11 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
 
 
 def _cmd_local_run(args: argparse.Namespace) -> int:
+    """serve the packaged model and run a prepared folder live against it
+
+    `needlepoint run` against a packaged model on 127.0.0.1, with the token check before the first
+    request and the server's facts in run.json; then results.csv.
+    """
     from needlepoint.local.live import run_local
     from needlepoint.run.results import summary_lines
 
@@ -335,27 +341,15 @@ def _cmd_local_run(args: argparse.Namespace) -> int:
 
 def _register_live(sub: argparse._SubParsersAction) -> None:
     """Add the local-pilot and local-run commands."""
-    p = sub.add_parser(
-        "local-pilot",
-        help="serve the packaged model and run a held-out pilot live against it",
-        description="`needlepoint pilot` against a packaged model on 127.0.0.1: the token "
-        "check runs before the first request, and the server's facts go into run.json.",
-    )
+    p = command(sub, "local-pilot", _cmd_local_pilot)
     p.add_argument("--protocol", required=True, help="the design's protocol file (its model)")
     add_pilot_flags(p)
     _serving_flags(p)
-    p.set_defaults(func=_cmd_local_pilot)
 
-    r = sub.add_parser(
-        "local-run",
-        help="serve the packaged model and run a prepared folder live against it",
-        description="`needlepoint run` against a packaged model on 127.0.0.1, with the token "
-        "check before the first request and the server's facts in run.json; then results.csv.",
-    )
+    r = command(sub, "local-run", _cmd_local_run)
     r.add_argument("prepared", metavar="DIR", help="prepared folder (its model is served)")
     r.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
     _serving_flags(r)
-    r.set_defaults(func=_cmd_local_run)
 
 
 # `needlepoint pipeline` (run the notebooks into an evidence folder) and `evidence-diff`.
@@ -383,6 +377,7 @@ def outcome_lines(out: Path) -> list[str]:
 
 
 def _cmd_pipeline(args: argparse.Namespace) -> int:
+    """run the notebooks in order into an evidence folder"""
     from needlepoint.notebook.pipeline import parse_value, run_pipeline
 
     overrides = {name: parse_value(value) for name, value in args.p or []}
@@ -400,6 +395,7 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def _cmd_evidence_diff(args: argparse.Namespace) -> int:
+    """compare a regenerated evidence folder with the committed one, byte for byte"""
     from needlepoint.notebook.evidence import diff_evidence
 
     diff = diff_evidence(args.committed, args.regenerated)
@@ -411,7 +407,7 @@ def _register_notebooks(sub: argparse._SubParsersAction) -> None:
     """Add the pipeline and evidence-diff commands."""
     from needlepoint.notebook.pipeline import DEFAULT_ROOT
 
-    p = sub.add_parser("pipeline", help="run the notebooks in order into an evidence folder")
+    p = command(sub, "pipeline", _cmd_pipeline)
     p.add_argument("--label", required=True, help="evidence folder label, e.g. offline")
     p.add_argument(
         "-p",
@@ -434,12 +430,7 @@ def _register_notebooks(sub: argparse._SubParsersAction) -> None:
         "beside the installed package)",
     )
     p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
-    p.set_defaults(func=_cmd_pipeline)
 
-    p = sub.add_parser(
-        "evidence-diff",
-        help="compare a regenerated evidence folder with the committed one, byte for byte",
-    )
+    p = command(sub, "evidence-diff", _cmd_evidence_diff)
     p.add_argument("committed", type=Path, help="the committed evidence folder")
     p.add_argument("regenerated", type=Path, help="the folder the notebooks re-wrote")
-    p.set_defaults(func=_cmd_evidence_diff)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from needlepoint.cli.run import add_run_flags, run_options
+from needlepoint.cli.run import add_run_flags, command, run_options
 from needlepoint.errors import NeedlepointError
 from needlepoint.pilot.folder import OnRecord
 
@@ -75,6 +75,12 @@ def pilot_record(
 
 
 def _cmd_pilot(args: argparse.Namespace) -> int:
+    """run a design on held-out materials (another seed, no shared names or codes)
+
+    Prepare pilot materials from a derived materials seed that shares no target name and no code
+    with the design, then run them with every rule of `run`. Running again on the same --out
+    resumes.
+    """
     from needlepoint.pilot.folder import run_pilot
 
     lengths = parse_ints("--lengths", args.lengths)
@@ -101,7 +107,12 @@ def report_pilot(out: str, result: Any) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    """choose lengths and a case count from a pilot; write a new protocol version
 
+    Per length: end, middle and refusal accuracy and the failure rate with exact 95% intervals; keep
+    the lengths inside the band, and recommend the smallest case count that reaches 80% power. Exit
+    1 when nothing qualifies (no file written).
+    """
     from needlepoint.pilot.calibrate import CalibrationOptions, calibrate
     from needlepoint.pilot.record import read_pilot_record
     from needlepoint.pilot.report import calibration_lines, check_new, write_protocol, write_report
@@ -182,25 +193,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     from needlepoint.design.schema import MAX_REQUESTS
     from needlepoint.pilot.record import MAX_SEARCH_CASES, MAX_SIMULATIONS
 
-    p = sub.add_parser(
-        "pilot",
-        help="run a design on held-out materials (another seed, no shared names or codes)",
-        description="Prepare pilot materials from a derived materials seed that shares no "
-        "target name and no code with the design, then run them with every rule of `run`. "
-        "Running again on the same --out resumes.",
-    )
+    p = command(sub, "pilot", _cmd_pilot)
     p.add_argument("--protocol", help="the design's protocol file (default: the reference v1)")
     add_pilot_flags(p)
     add_run_flags(p)
-    p.set_defaults(func=_cmd_pilot)
 
-    c = sub.add_parser(
-        "calibrate",
-        help="choose lengths and a case count from a pilot; write a new protocol version",
-        description="Per length: end, middle and refusal accuracy and the failure rate with "
-        "exact 95% intervals; keep the lengths inside the band, and recommend the smallest "
-        "case count that reaches 80% power. Exit 1 when nothing qualifies (no file written).",
-    )
+    c = command(sub, "calibrate", _cmd_calibrate)
     c.add_argument("pilot_dir", metavar="PILOTDIR", help="the pilot folder (`pilot --out`)")
     c.add_argument("--out", required=True, help="the new protocol file (never overwritten)")
     c.add_argument(
@@ -248,7 +246,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--report", help="also write the calibration record here (JSON)")
     c.add_argument("--figures", metavar="DIR", help="also draw the accuracy and power figures")
     add_evidence_root(c)
-    c.set_defaults(func=_cmd_calibrate)
 
 
 def add_evidence_root(p: argparse.ArgumentParser) -> None:

@@ -61,6 +61,11 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """send a prepared folder's frozen requests (live or simulated), journalled
+
+    Send the frozen requests in order, within --allow attempts, never retrying. Running again on the
+    same --run-dir resumes.
+    """
     from needlepoint.run.runner import run_protocol
 
     def say(line: str) -> None:  # the resume line and any warning, before anything is sent
@@ -74,6 +79,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    """several runs at once, one worker per run (SWEEP.json), each a `run`
+
+    Start every run listed in SWEEP.json together, one worker process per run, each with its own
+    journal, lock, spacing and stop rules. Running it again resumes each run. Format:
+    docs/runner.md.
+    """
     import dataclasses
     from pathlib import Path
 
@@ -94,6 +105,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
+    """derive RUNDIR/results.csv from the journal"""
     from needlepoint.run.results import RESULTS_NAME, summary_lines, write_results
 
     results = write_results(args.run_dir, args.prepared)
@@ -104,6 +116,7 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit_run(args: argparse.Namespace) -> int:
+    """check a run folder's journal, records and rules"""
     from needlepoint.run.audit import audit_run
 
     audit = audit_run(args.run_dir, args.prepared)
@@ -113,6 +126,12 @@ def _cmd_audit_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_endpoint(args: argparse.Namespace) -> int:
+    """check an endpoint before a run: TLS or loopback, GET /models, key, model listed
+
+    Ask GET {base-url}/models once, with the runner's client and key rule: reachable, key accepted,
+    model listed; with --tokens, whether the longest request fits the served window. Sends no
+    completion and writes nothing. Exit 0 when every check passes, 1 when one fails, 2 on bad input.
+    """
     from needlepoint.run.endpoint import check_endpoint
 
     model, prepared = args.model, None
@@ -155,12 +174,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the run, check-endpoint, sweep, results and audit-run commands."""
     from needlepoint.run.options import MAX_CONCURRENCY
 
-    p = sub.add_parser(
-        "run",
-        help="send a prepared folder's frozen requests (live or simulated), journalled",
-        description="Send the frozen requests in order, within --allow attempts, never "
-        "retrying. Running again on the same --run-dir resumes.",
-    )
+    p = command(sub, "run", _cmd_run)
     p.add_argument("prepared", metavar="DIR", help="prepared folder (must pass verify and audit)")
     p.add_argument("--run-dir", required=True, help="run folder: created, or resumed")
     add_run_flags(p)
@@ -172,16 +186,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="requests in flight at once, for a server you own; above 1 only with --min-gap-s "
         "below the protocol's and --override-reason (default 1)",
     )
-    p.set_defaults(func=_cmd_run)
 
-    e = sub.add_parser(
-        "check-endpoint",
-        help="check an endpoint before a run: TLS or loopback, GET /models, key, model listed",
-        description="Ask GET {base-url}/models once, with the runner's client and key rule: "
-        "reachable, key accepted, model listed; with --tokens, whether the longest request fits "
-        "the served window. Sends no completion and writes nothing. "
-        "Exit 0 when every check passes, 1 when one fails, 2 on bad input.",
-    )
+    e = command(sub, "check-endpoint", _cmd_check_endpoint)
     e.add_argument(
         "prepared",
         metavar="DIR",
@@ -212,29 +218,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=15.0,
         help="per operation; the whole request gets twice this (default %(default)s)",
     )
-    e.set_defaults(func=_cmd_check_endpoint)
 
-    w = sub.add_parser(
-        "sweep",
-        help="several runs at once, one worker per run (SWEEP.json), each a `run`",
-        description="Start every run listed in SWEEP.json together, one worker process per "
-        "run, each with its own journal, lock, spacing and stop rules. Running it again resumes "
-        "each run. Format: docs/runner.md.",
-    )
+    w = command(sub, "sweep", _cmd_sweep)
     w.add_argument("sweep", metavar="SWEEP.json", help="the sweep file")
     add_declaration_flag(w)
     w.add_argument("--no-progress", action="store_true", help="no progress lines")
-    w.set_defaults(func=_cmd_sweep)
 
-    r = sub.add_parser("results", help="derive RUNDIR/results.csv from the journal")
+    r = command(sub, "results", _cmd_results)
     r.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     r.add_argument("--prepared", help="prepared folder, if it moved since the run")
-    r.set_defaults(func=_cmd_results)
 
-    a = sub.add_parser("audit-run", help="check a run folder's journal, records and rules")
+    a = command(sub, "audit-run", _cmd_audit_run)
     a.add_argument("run_dir", metavar="RUNDIR", help="the run folder")
     a.add_argument("--prepared", help="prepared folder, if it moved since the run")
-    a.set_defaults(func=_cmd_audit_run)
 
 
 def add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -307,6 +303,20 @@ def add_declaration_flag(p: argparse.ArgumentParser) -> None:
         help="start under this declaration (needlepoint declare): its SHA-256 goes into run.json "
         "and the journal's first record, before the first request",
     )
+
+
+def command(
+    sub: argparse._SubParsersAction, name: str, func: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
+    """Add sub-command ``name`` that runs ``func``; its help is the first paragraph of ``func``'s
+    docstring and its description the rest, so the words a user reads sit on the code they name.
+    """
+    doc = (func.__doc__ or "").strip().split("\n\n")
+    # argparse re-wraps both texts, so the docstring's own line breaks never reach the terminal.
+    text = [" ".join(part.split()) for part in doc]
+    parser = sub.add_parser(name, help=text[0] or None, description=" ".join(text[1:]) or None)
+    parser.set_defaults(func=func)
+    return parser
 
 
 # Argument types with their ranges: every numeric flag is checked before any work starts.

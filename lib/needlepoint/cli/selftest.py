@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from needlepoint.cli.run import command
 from needlepoint.run.scoring import scoring_selftest_checks
 
 
@@ -162,6 +163,7 @@ def run_checks() -> list[tuple[str, bool]]:
 
 
 def _cmd_self_test(args: argparse.Namespace) -> int:
+    """run the built-in rule checks without pytest"""
     results = run_checks()
     failed = [name for name, ok in results if not ok]
     for name in failed:
@@ -176,6 +178,5 @@ def _cmd_self_test(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the self-test command."""
-    p = sub.add_parser("self-test", help="run the built-in rule checks without pytest")
+    p = command(sub, "self-test", _cmd_self_test)
     p.add_argument("-v", "--verbose", action="store_true", help="list passing checks too")
-    p.set_defaults(func=_cmd_self_test)

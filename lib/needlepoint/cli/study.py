@@ -8,11 +8,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from needlepoint.cli.run import command
 from needlepoint.errors import NeedlepointError
 from needlepoint.safetext import say
 
 
 def _cmd_declare(args: argparse.Namespace) -> int:
+    """bind a plan to what results exist now: a declaration record for runs to cite
+
+    Write DECL.json: the plan's text and SHA-256, the time, and the journal head of every run and
+    pilot and the decision of every analysis under the evidence root. Start runs with --declaration
+    DECL.json. An amendment (--amends PREV.json) cites the declaration it replaces by its SHA-256.
+    Never overwrites a file.
+    """
     from needlepoint.study.declare import declaration_summary, declare, evidence_root
 
     out = Path(args.out)
@@ -36,6 +44,14 @@ def _cmd_declare(args: argparse.Namespace) -> int:
 
 
 def _cmd_registry(args: argparse.Namespace) -> int:
+    """every run of every design under an evidence root, with decisions and agreement
+
+    List every prepared folder, run, pilot, calibration, analysis, comparison and declaration under
+    ROOT, grouped by design fingerprint and model variant; each run with its decision (re-derived
+    from its journal), completeness, audit and declaration; runs of the same request bytes compared
+    request by request. Exit 1 when a run is unreadable or fails audit-run. Writes nothing, except
+    the grid with --grid.
+    """
     from needlepoint.study.registry import collect, registry_lines
 
     reg = collect(args.root, history=args.history)
@@ -52,14 +68,7 @@ def _cmd_registry(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the declare and registry sub-commands."""
-    d = sub.add_parser(
-        "declare",
-        help="bind a plan to what results exist now: a declaration record for runs to cite",
-        description="Write DECL.json: the plan's text and SHA-256, the time, and the journal head "
-        "of every run and pilot and the decision of every analysis under the evidence root. "
-        "Start runs with --declaration DECL.json. An amendment (--amends PREV.json) cites the "
-        "declaration it replaces by its SHA-256. Never overwrites a file.",
-    )
+    d = command(sub, "declare", _cmd_declare)
     d.add_argument("plan", metavar="PLAN.md", help="the plan, as UTF-8 text")
     d.add_argument("--out", required=True, metavar="DECL.json", help="the declaration file")
     d.add_argument("--amends", metavar="PREV.json", help="the declaration this one amends")
@@ -80,17 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="stamp the simulation epoch instead of the time (reproducible simulated evidence; "
         "proves no order in time, and a live run refuses it)",
     )
-    d.set_defaults(func=_cmd_declare)
 
-    r = sub.add_parser(
-        "registry",
-        help="every run of every design under an evidence root, with decisions and agreement",
-        description="List every prepared folder, run, pilot, calibration, analysis, comparison "
-        "and declaration under ROOT, grouped by design fingerprint and model variant; each run "
-        "with its decision (re-derived from its journal), completeness, audit and declaration; "
-        "runs of the same request bytes compared request by request. Exit 1 when a run is "
-        "unreadable or fails audit-run. Writes nothing, except the grid with --grid.",
-    )
+    r = command(sub, "registry", _cmd_registry)
     r.add_argument("root", metavar="ROOT", nargs="?", default="evidence", help="default: evidence")
     r.add_argument(
         "--history",
@@ -103,4 +103,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also write the results grid (grid.csv, grid.md, grid.png) of each design's live "
         "main runs into OUT/<protocol>-<design>/",
     )
-    r.set_defaults(func=_cmd_registry)
