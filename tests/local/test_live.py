@@ -146,7 +146,7 @@ def test_local_pilot_passes_the_record_check_and_the_token_check_apart(
     monkeypatch.setattr(live, "run_pilot", spy)
     protocol = Path(__file__).parents[2] / "protocols" / "local-gemma3.json"
     result = live.run_local_pilot(
-        protocol, tmp_path / "p", (12,), 4, allow=8, version=30, check=version_check
+        protocol, tmp_path / "p", (12,), 4, live.Serving(allow=8), version=30, check=version_check
     )
     assert result == "result" and seen["options"] == "options"
     assert seen["before_run"] is token_check and seen["check"] is version_check

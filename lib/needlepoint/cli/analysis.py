@@ -7,6 +7,7 @@ is printed depends only on the inputs: no durations and no absolute paths.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from needlepoint.cli.run import command
@@ -136,22 +137,18 @@ def _cmd_power(args: argparse.Namespace) -> int:
     return 0
 
 
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a comma-separated list of numbers: {text!r}"
-        ) from None
+def _listed(convert: Callable[[str], float], what: str) -> Callable[[str], list]:
+    """An argument type for a comma-separated list of ``what``, each read by ``convert``."""
 
+    def parse(text: str) -> list:
+        try:
+            return [convert(t) for t in text.split(",") if t.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not a comma-separated list of {what}: {text!r}"
+            ) from None
 
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a comma-separated list of integers: {text!r}"
-        ) from None
+    return parse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -170,8 +167,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
 
     p = command(sub, "power", _cmd_power)
-    p.add_argument("--cases", type=_ints, default=[8, 16, 32], help="e.g. 8,16,32")
-    p.add_argument("--effects", type=_floats, help="added middle losses, e.g. 0,0.1,0.2")
+    p.add_argument(
+        "--cases", type=_listed(int, "integers"), default=[8, 16, 32], help="e.g. 8,16,32"
+    )
+    p.add_argument(
+        "--effects", type=_listed(float, "numbers"), help="added middle losses, e.g. 0,0.1,0.2"
+    )
     p.add_argument("--acc-b", type=float, default=0.95, help="accuracy at the beginning")
     p.add_argument("--acc-m", type=float, default=0.9, help="accuracy in the middle (low sim.)")
     p.add_argument("--acc-e", type=float, default=0.95, help="accuracy at the end")

@@ -12,7 +12,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from needlepoint.cli.pilot import add_pilot_flags
 from needlepoint.cli.run import add_declaration_flag, command, n_ctx, positive_int, seconds, whole
@@ -28,6 +28,9 @@ from needlepoint.local.model import (
     version_of,
 )
 from needlepoint.local.server import served_model, server_facts
+
+if TYPE_CHECKING:
+    from needlepoint.local.live import Serving
 
 
 def _cmd_locate(args: argparse.Namespace) -> int:
@@ -275,16 +278,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_model(sub)
 
 
-def _serving(args: argparse.Namespace) -> dict[str, Any]:
+def _serving(args: argparse.Namespace) -> Serving:
     """The serving and run options both commands pass on, from their shared flags."""
-    return {
-        "allow": args.allow,
-        "model": args.model,
-        "n_ctx": args.n_ctx,
-        "timeout_s": args.timeout_s,
-        "progress": "off" if args.no_progress else "auto",
-        "declaration": args.declaration,
-    }
+    from needlepoint.local.live import Serving
+
+    return Serving(
+        allow=args.allow,
+        model=args.model,
+        n_ctx=args.n_ctx,
+        timeout_s=args.timeout_s,
+        progress="off" if args.no_progress else "auto",
+        declaration=args.declaration,
+    )
 
 
 def _serving_flags(p: argparse.ArgumentParser) -> None:
@@ -312,7 +317,7 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
         args.out,
         parse_ints("--lengths", args.lengths),
         args.cases,
-        **_serving(args),
+        _serving(args),
         version=args.version,
         records=records,
         check=check,
@@ -332,7 +337,7 @@ def _cmd_local_run(args: argparse.Namespace) -> int:
     summary, results = run_local(
         args.prepared,
         args.run_dir,
-        **_serving(args),
+        _serving(args),
     )
     for line in [*summary.lines(), *summary_lines(results)]:
         print(line)

@@ -179,6 +179,20 @@ class Transcript:
     problems: tuple[str, ...]
     agents_md: tuple[str, ...] = ()
 
+    @classmethod
+    def gathered(
+        cls,
+        kind: str,
+        path: Path,
+        run_id: str | None,
+        turns: list[dict[str, Any]],
+        problems: list[str],
+        agents_md: Sequence[str] = (),
+    ) -> Transcript:
+        """A transcript from the turns (``_turn``) a reader gathered, frozen."""
+        frozen = (Turn(t["question"], t["start"], frozenset(t["calls"]), t["where"]) for t in turns)
+        return cls(kind, str(path), run_id, tuple(frozen), tuple(problems), tuple(agents_md))
+
 
 def parse_spec(spec: str) -> tuple[str | None, str, str]:
     """``[RUN_ID=]KIND:PATH`` as (run id or None, kind, path); one line when malformed."""
@@ -330,13 +344,7 @@ def read_claude_code(path: Path, run_id: str | None) -> Transcript:
             elif v.get("type") == "assistant" and current is not None:
                 current["calls"].update(_tool_ids(message))
     _attribute_subagents(subs, turns, problems)
-    return Transcript(
-        "claude-code",
-        str(path),
-        run_id,
-        tuple(Turn(t["question"], t["start"], frozenset(t["calls"]), t["where"]) for t in turns),
-        tuple(problems),
-    )
+    return Transcript.gathered("claude-code", path, run_id, turns, problems)
 
 
 def _attribute_subagents(
@@ -394,14 +402,7 @@ def read_codex(path: Path, run_id: str | None) -> Transcript:
             elif p.get("type") in _CODEX_CALLS and current is not None:
                 key = p.get("call_id") or p.get("id") or f"{f.name}:{n}"
                 current["calls"].add(str(key))
-    return Transcript(
-        "codex",
-        str(path),
-        run_id,
-        tuple(Turn(t["question"], t["start"], frozenset(t["calls"]), t["where"]) for t in turns),
-        tuple(problems),
-        tuple(agents),
-    )
+    return Transcript.gathered("codex", path, run_id, turns, problems, agents)
 
 
 # --- reading and matching ------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.local.live import KEY_ENV, OVERRIDE_REASON, PLACEHOLDER_KEY, check_compare_inputs
+from needlepoint.local.live import KEY_ENV, PLACEHOLDER_KEY, check_compare_inputs, local_route
 
 MARKER = "local-compare.json"
 MARKER_KIND = "needlepoint-local-compare"
@@ -282,21 +282,6 @@ def _present(root: Path, shown: str) -> bool:
     """Whether a row of the file table names something in the folder (notebooks are optional)."""
     first = shown.split(",")[0].replace("<model>", "*").rstrip("/")
     return any(root.glob(first))
-
-
-def write_readme(
-    layout: Layout,
-    entrants: Sequence[Entrant],
-    audits: dict[str, list[str]],
-    sections: Sequence[str] = (),
-) -> Path:
-    """Write README.md into the evidence folder."""
-    from needlepoint.jsonio import write_bytes_atomic
-
-    path = layout.root / "README.md"
-    text = readme_text(layout, entrants, audits, sections)
-    write_bytes_atomic(path, text.encode("utf-8"))
-    return path
 
 
 def _changes(analysis_dir: Path) -> tuple[int, Fraction, Fraction] | None:
@@ -717,11 +702,7 @@ def run_live(
         options = RunOptions(
             allow=planned_count(prepared),
             progress=progress,
-            base_url=server.base_url + "/v1",
-            model=server.alias,
-            api_key_env=KEY_ENV,
-            min_gap_s=0,
-            override_reason=OVERRIDE_REASON,
+            **local_route(server),
             timeout_s=timing["timeout_s"],
             run_meta={"local_server": facts, "request_timeout": timing},
             declaration=None if declaration is None else str(declaration),
@@ -745,6 +726,7 @@ def finish(
     say: Say,
 ) -> None:
     """Audit every run, derive results, analyse each run alone, compare them; then README.md."""
+    from needlepoint.jsonio import write_bytes_atomic
     from needlepoint.run.audit import audit_run
     from needlepoint.run.results import summary_lines, write_results
 
@@ -771,5 +753,7 @@ def finish(
         for line in compare_runs(runs, layout.comparison).lines():
             say(line)
 
-    write_readme(layout, entrants, audits, readme_sections(layout, entrants, layout.root.parent))
+    sections = readme_sections(layout, entrants, layout.root.parent)
+    text = readme_text(layout, entrants, audits, sections)
+    write_bytes_atomic(layout.root / "README.md", text.encode("utf-8"))
     say(f"wrote {layout.root / 'README.md'}")

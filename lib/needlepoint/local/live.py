@@ -21,7 +21,9 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
@@ -37,6 +39,39 @@ OVERRIDE_REASON = (
     "local llama.cpp server on 127.0.0.1 with one client: no shared rate limit and no cost, "
     "so the 20 s spacing that protects a paid API only adds idle time"
 )
+
+
+def local_route(server: Any) -> dict[str, Any]:
+    """How a run reaches a served packaged model: its URL and alias, the placeholder key's
+    variable, and no spacing, with the reason that overrides the protocol's (run options)."""
+    return {
+        "base_url": server.base_url + "/v1",
+        "model": server.alias,
+        "api_key_env": KEY_ENV,
+        "min_gap_s": 0,
+        "override_reason": OVERRIDE_REASON,
+    }
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The settings of a live pilot or run on a packaged model: the allowance, which model, its
+    context size, the request timeout, progress, and the declaration the run starts under."""
+
+    allow: int
+    model: str = "smollm2"
+    n_ctx: int | None = None
+    timeout_s: float = 300.0
+    progress: str = "auto"
+    declaration: str | None = None
+
+    def check(self) -> None:
+        """Refuse bad settings before a server starts."""
+        check_before_serving(self.allow, self.timeout_s, self.progress)
+        if self.declaration is not None:
+            from needlepoint.run.declaration import read_for_run
+
+            read_for_run(self.declaration, live=True)
 
 
 def run_local_pipeline(
@@ -85,11 +120,7 @@ def run_local_pipeline(
         overrides = {
             "protocol_file": relative_protocol,
             "transport": "live",
-            "base_url": server.base_url + "/v1",
-            "model": server.alias,
-            "api_key_env": KEY_ENV,
-            "min_gap_s": 0,
-            "override_reason": OVERRIDE_REASON,
+            **local_route(server),
             "timeout_s": timeout_s,
             "run_meta": {"local_server": facts},
         }
@@ -130,12 +161,9 @@ def check_before_serving(allow: int, timeout_s: float, progress: str) -> None:
     os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
     check_options(
         RunOptions(
+            # The port is the server's; only the shape of the route is checked here.
+            **local_route(SimpleNamespace(base_url="http://127.0.0.1:1", alias="served")),
             allow=allow,
-            base_url="http://127.0.0.1:1/v1",  # the port is the server's; the shape is checked
-            model="served",
-            api_key_env=KEY_ENV,
-            min_gap_s=0,
-            override_reason=OVERRIDE_REASON,
             timeout_s=timeout_s,
             progress=progress,
         )
@@ -158,14 +186,7 @@ def check_compare_inputs(
 
 @contextmanager
 def _served(
-    model: str,
-    n_ctx: int | None,
-    run_dir: Path,
-    allow: int,
-    timeout_s: float,
-    progress: str,
-    label: str,
-    declaration: str | None = None,
+    serving: Serving, run_dir: Path, label: str
 ) -> Iterator[tuple[RunOptions, Callable[[Path], None]]]:
     """Serve the model; yield the live run options and the token check for a prepared folder."""
     from needlepoint.local.server import check_token_counts, served_model, server_facts
@@ -173,19 +194,15 @@ def _served(
     os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
     log = Path(tempfile.gettempdir()) / f"needlepoint-{label}-server.log"
     port = resume_port(run_dir)
-    with served_model(model, n_ctx=n_ctx, port=port, log_path=log) as server:
+    with served_model(serving.model, n_ctx=serving.n_ctx, port=port, log_path=log) as server:
         print(f"serving {server.alias} (n_ctx {server.n_ctx}) on {server.base_url}; log {log.name}")
         options = RunOptions(
-            allow=allow,
-            base_url=server.base_url + "/v1",
-            model=server.alias,
-            api_key_env=KEY_ENV,
-            min_gap_s=0,
-            override_reason=OVERRIDE_REASON,
-            timeout_s=timeout_s,
-            progress=progress,
+            **local_route(server),
+            allow=serving.allow,
+            timeout_s=serving.timeout_s,
+            progress=serving.progress,
             run_meta={"local_server": server_facts(server)},
-            declaration=declaration,
+            declaration=serving.declaration,
         )
 
         def token_check(prepared: Path) -> None:
@@ -199,28 +216,20 @@ def run_local_pilot(
     out_dir: str | Path,
     lengths: tuple[int, ...],
     cases: int,
+    serving: Serving,
     *,
-    allow: int,
-    model: str = "smollm2",
-    n_ctx: int | None = None,
-    timeout_s: float = 300.0,
-    progress: str = "auto",
-    declaration: str | None = None,
     version: int | None = None,
     records: tuple[OnRecord, ...] = (),
     check: Callable[[dict[str, Any]], None] | None = None,
 ) -> PilotRun:
-    """Serve ``model`` and run (or resume) the pilot of ``protocol_file`` live against it;
+    """Serve the model and run (or resume) the pilot of ``protocol_file`` live against it;
     ``records`` and ``check``: what a new pilot must avoid on record (``run_pilot``)."""
     from needlepoint.pilot.folder import check_pilot_shape, load_design
 
     # Bad input is refused before a server starts.
     check_pilot_shape(load_design(protocol_file), lengths, cases)
-    _check_declaration(declaration)
-    check_before_serving(allow, timeout_s, progress)
-    label = f"pilot-{Path(out_dir).name}"
-    run_dir = Path(out_dir) / RUN_DIR
-    served = _served(model, n_ctx, run_dir, allow, timeout_s, progress, label, declaration)
+    serving.check()
+    served = _served(serving, Path(out_dir) / RUN_DIR, f"pilot-{Path(out_dir).name}")
     # The token check must not shadow ``check``, the version check of what is on record.
     with served as (options, token_check):
         return run_pilot(
@@ -236,34 +245,18 @@ def run_local_pilot(
         )
 
 
-def _check_declaration(declaration: str | None) -> None:
-    """A bad declaration is refused before a server starts."""
-    if declaration is not None:
-        from needlepoint.run.declaration import read_for_run
-
-        read_for_run(declaration, live=True)
-
-
 def run_local(
     prepared_dir: str | Path,
     run_dir: str | Path,
-    *,
-    allow: int,
-    model: str = "smollm2",
-    n_ctx: int | None = None,
-    timeout_s: float = 300.0,
-    progress: str = "auto",
-    declaration: str | None = None,
+    serving: Serving,
 ) -> tuple[RunSummary, Any]:
-    """Serve ``model`` and run (or resume) a prepared folder live; results.csv after it."""
+    """Serve the model and run (or resume) a prepared folder live; results.csv after it."""
     from needlepoint.run.options import check_prepared
     from needlepoint.run.results import write_results
 
-    check_before_serving(allow, timeout_s, progress)
+    serving.check()
     check_prepared(prepared_dir)  # verify and audit before a server starts
-    _check_declaration(declaration)
-    label = f"run-{Path(run_dir).name}"
-    served = _served(model, n_ctx, Path(run_dir), allow, timeout_s, progress, label, declaration)
+    served = _served(serving, Path(run_dir), f"run-{Path(run_dir).name}")
     with served as (options, check):
         check(Path(prepared_dir))
         summary = run_protocol(prepared_dir, run_dir, options)
