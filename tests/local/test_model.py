@@ -241,3 +241,25 @@ def test_over_long_prompt_is_http_400_context_length_exceeded(server):
     answer = httpx.post(server.base_url + "/v1/chat/completions", json=body, timeout=120)
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "context_length_exceeded"
+
+
+@pytest.mark.parametrize(
+    ("declared", "status"), [("ab" * 32, True), (None, True), ("00" * 32, False)]
+)
+def test_locate_lines_compare_the_gguf_with_its_declared_sha256(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, declared: str | None, status: bool
+) -> None:
+    gguf = tmp_path / "m.gguf"
+    monkeypatch.setattr(localmodel, "locate_server", lambda: "0.3.16")
+    monkeypatch.setattr(localmodel, "locate_model", lambda spec: gguf)
+    monkeypatch.setattr(localmodel, "gguf_sha256", lambda path: "ab" * 32)
+    monkeypatch.setattr(localmodel, "declared_sha256", lambda spec: declared)
+    monkeypatch.setattr(localmodel, "version_of", lambda name: "1.0")
+    lines, matches = localmodel.locate_lines(localmodel.GEMMA3)
+    assert matches is status
+    assert lines[0] == f"server: {localmodel.SERVER_DISTRIBUTION} 0.3.16"
+    assert lines[1] == f"model: {localmodel.GEMMA3.distribution} 1.0 -> {gguf}"
+    assert lines[2].startswith(f"assembled from {len(localmodel.GEMMA3.chunks)} chunk packages")
+    verdict = "matches" if declared == "ab" * 32 else "DIFFERS FROM"
+    assert lines[3] == f"gguf sha256: {'ab' * 32} ({verdict} the chunk packages' SHA256SUMS)"
+    assert lines[4].endswith("(base model: prepare it with --body-profile completion)")

@@ -151,6 +151,16 @@ def _listed(convert: Callable[[str], float], what: str) -> Callable[[str], list]
     return parse
 
 
+def _evidence_root(p: argparse.ArgumentParser, holding: str) -> None:
+    """``--evidence-root``: where the design's other runs are on record."""
+    p.add_argument(
+        "--evidence-root",
+        metavar="ROOT",
+        help="where other runs of the design are on record (default: the nearest folder "
+        f"named evidence holding {holding})",
+    )
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the analyze and power sub-commands."""
     a = command(sub, "analyze", _cmd_analyze)
@@ -159,12 +169,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--prepared", metavar="DIR", help="prepared folder (required with --results)")
     a.add_argument("--out", metavar="DIR", help="output folder (default: RUNDIR/analysis)")
     a.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
-    a.add_argument(
-        "--evidence-root",
-        metavar="ROOT",
-        help="where other runs of the design are on record (default: the nearest folder "
-        "named evidence holding RUNDIR)",
-    )
+    _evidence_root(a, "RUNDIR")
 
     p = command(sub, "power", _cmd_power)
     p.add_argument(
@@ -259,9 +264,4 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         "folders (default: each run's model)",
     )
     c.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
-    c.add_argument(
-        "--evidence-root",
-        metavar="ROOT",
-        help="where other runs of the design are on record (default: the nearest folder "
-        "named evidence holding the first RUNDIR)",
-    )
+    _evidence_root(c, "the first RUNDIR")

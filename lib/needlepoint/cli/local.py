@@ -16,17 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from needlepoint.cli.pilot import add_pilot_flags
 from needlepoint.cli.run import add_declaration_flag, command, n_ctx, positive_int, seconds, whole
-from needlepoint.local.model import (
-    MODELS,
-    SERVER_DISTRIBUTION,
-    SMOLLM2,
-    declared_sha256,
-    gguf_sha256,
-    locate_model,
-    locate_server,
-    model_spec,
-    version_of,
-)
+from needlepoint.local.model import MODELS, SMOLLM2, locate_lines, model_spec
 from needlepoint.local.server import served_model, server_facts
 
 if TYPE_CHECKING:
@@ -35,26 +25,10 @@ if TYPE_CHECKING:
 
 def _cmd_locate(args: argparse.Namespace) -> int:
     """show the server package and the packaged GGUF"""
-    spec = model_spec(args.model)
-    version = locate_server()
-    path = locate_model(spec)
-    sha = gguf_sha256(path)
-    recorded = declared_sha256(spec)
-    source = (
-        "the SHA-256 the project pins"
-        if spec.pinned_sha256
-        else "the chunk packages' SHA256SUMS"
-        if spec.chunks
-        else "wheel RECORD"
-    )
-    print(f"server: {SERVER_DISTRIBUTION} {version}")
-    print(f"model: {spec.distribution} {version_of(spec.distribution)} -> {path}")
-    if spec.chunks:
-        print(f"assembled from {len(spec.chunks)} chunk packages: {spec.chunks[0].distribution}…")
-    print(f"gguf sha256: {sha} ({'matches' if recorded == sha else 'DIFFERS FROM'} {source})")
-    kind = "base model: prepare it with --body-profile completion" if spec.base else "instruct"
-    print(f"alias: {spec.alias}  window: {spec.window} tokens  ({kind})")
-    return 0 if recorded in (None, sha) else 2
+    lines, matches = locate_lines(model_spec(args.model))
+    for line in lines:
+        print(line)
+    return 0 if matches else 2
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

@@ -278,3 +278,33 @@ def gguf_sha256(path: Path) -> str:
     if key not in _SHA_CACHE:
         _SHA_CACHE[key] = file_sha256(path)
     return _SHA_CACHE[key]
+
+
+def locate_lines(spec: PackagedModel) -> tuple[list[str], bool]:
+    """What `local-model locate` prints: the server package, the GGUF and where it came from, its
+    SHA-256 against the declared one; and whether they match (no declared one matches)."""
+    version = locate_server()
+    path = locate_model(spec)
+    sha = gguf_sha256(path)
+    recorded = declared_sha256(spec)
+    source = (
+        "the SHA-256 the project pins"
+        if spec.pinned_sha256
+        else "the chunk packages' SHA256SUMS"
+        if spec.chunks
+        else "wheel RECORD"
+    )
+    lines = [
+        f"server: {SERVER_DISTRIBUTION} {version}",
+        f"model: {spec.distribution} {version_of(spec.distribution)} -> {path}",
+    ]
+    if spec.chunks:
+        lines.append(
+            f"assembled from {len(spec.chunks)} chunk packages: {spec.chunks[0].distribution}…"
+        )
+    lines.append(
+        f"gguf sha256: {sha} ({'matches' if recorded == sha else 'DIFFERS FROM'} {source})"
+    )
+    kind = "base model: prepare it with --body-profile completion" if spec.base else "instruct"
+    lines.append(f"alias: {spec.alias}  window: {spec.window} tokens  ({kind})")
+    return lines, recorded in (None, sha)
