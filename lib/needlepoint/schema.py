@@ -352,8 +352,9 @@ def read_versioned(path: str | Path, cls: type[R], fmt: str, version: int) -> R:
 
 
 class AddedLater:
-    """A record with fields added after its first version (``ADDED_LATER``): a file written
-    before has none of them, read as None and written back without them, so its bytes survive."""
+    """A record with fields added after its first version, or written only when they apply
+    (``ADDED_LATER``): left out of its JSON while None, and read as None when missing, so a file
+    written before them keeps its bytes."""
 
     ADDED_LATER: ClassVar[tuple[str, ...]] = ()
 

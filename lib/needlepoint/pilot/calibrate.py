@@ -475,29 +475,16 @@ def calibrate(
     )
     empty = dict(power_table=(), power_at_threshold=None, recommended_cases=None)
     none = dict(protocol_version=None, materials_seed=None)
-    if not chosen:
-        reason = "; ".join(f"{v.length}: {v.reason}" for v in verdicts)
-        rec = CalibrationRecord(
-            **base,
-            power_model=None,
-            largest_effect=None,
-            **empty,
-            **none,
-            verdict=NO_LENGTH,
-            reason=reason,
+    # No length in the band, or no model fits the chosen lengths: nothing to search.
+    model = pilot_model(inp, chosen, design) if chosen else None
+    if model is None or isinstance(model, str):
+        reason = (
+            model if model is not None else "; ".join(f"{v.length}: {v.reason}" for v in verdicts)
         )
-        return Calibration(rec, None)
-    model = pilot_model(inp, chosen, design)
-    if isinstance(model, str):
         rec = CalibrationRecord(
-            **base,
-            power_model=None,
-            largest_effect=None,
-            **empty,
-            **none,
-            verdict=NO_LENGTH,
-            reason=model,
-        )
+            **base, power_model=None, largest_effect=None, **empty, **none,
+            verdict=NO_LENGTH, reason=reason,
+        )  # fmt: skip
         return Calibration(rec, None)
     models: dict[str, Any] = (
         dict(power_model=None, depth_model=model)

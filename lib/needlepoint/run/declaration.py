@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, sha256_hex
@@ -23,7 +23,7 @@ from needlepoint.run.folder import code_now, recorded_declaration
 from needlepoint.run.journal import JOURNAL_NAME, JournalState
 from needlepoint.run.records import RunRecord, SessionRecord
 from needlepoint.safeio import relative_path
-from needlepoint.schema import plain_without_absent, read_versioned, record_with_absent
+from needlepoint.schema import AddedLater, read_versioned
 
 DECLARATION_FORMAT = "needlepoint-declaration"
 DECLARATION_VERSION = 1
@@ -123,7 +123,7 @@ def current_code() -> CodeRef:
 
 
 @dataclass(frozen=True)
-class DeclarationRecord:
+class DeclarationRecord(AddedLater):
     """A declaration (or, when ``amends`` is set, an amendment) as written by `declare`.
 
     ``code`` (the code it binds) and ``published`` (where the user published it) came later:
@@ -144,13 +144,6 @@ class DeclarationRecord:
     analyses: tuple[AnalysisHead, ...]
     code: CodeRef | None = None
     published: str | None = None
-
-    def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, self.ADDED_LATER)
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
-        return record_with_absent(cls, value, where, cls.ADDED_LATER)
 
     def outcomes_governed(self, earlier: set[str]) -> list[JournalHead]:
         """The journals with outcomes that ran under a declaration in ``earlier``.

@@ -28,24 +28,10 @@ from needlepoint.run.interpret import cost_of, parse_response, reasoning_tokens
 from needlepoint.run.scoring import STATUSES, Classification, classify, classify_safely
 from needlepoint.run.simulate import PositionParams
 from needlepoint.run.transport import Exchange
-from needlepoint.schema import Fields, hints, is_int, plain_without_absent, record_with_absent
+from needlepoint.schema import AddedLater, Fields, hints, is_int
 
 RUN_FORMAT = 1
 RUN_KIND = "needlepoint-run"
-
-
-class _Absent:
-    """A record whose ``ABSENT`` fields are left out of its JSON while None, and read as None
-    when missing: added in a later version, or written only when they apply."""
-
-    ABSENT: ClassVar[tuple[str, ...]] = ()
-
-    def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, self.ABSENT)
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> Any:
-        return record_with_absent(cls, value, where, cls.ABSENT)
 
 
 @dataclass(frozen=True)
@@ -94,7 +80,7 @@ class DeclarationRef:
 
 
 @dataclass(frozen=True)
-class RunRecord(_Absent):
+class RunRecord(AddedLater):
     """run.json: what this run is, written once when its folder is created."""
 
     format: int
@@ -134,7 +120,7 @@ class RunRecord(_Absent):
     self_hosted: str | None = None
     concurrency: int | None = None
 
-    ABSENT: ClassVar = (
+    ADDED_LATER: ClassVar = (
         "design_fingerprint",
         "body_profile",
         "allow_insecure_http",
@@ -146,7 +132,7 @@ class RunRecord(_Absent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SessionRecord(Limits, _Absent):
+class SessionRecord(Limits, AddedLater):
     """The settings one session ran under: the journal's ``session`` record, less its envelope.
 
     ``dropped_tail_sha256`` is written only when the session dropped a torn journal tail, and
@@ -163,7 +149,7 @@ class SessionRecord(Limits, _Absent):
     # outcomes, at most this many open at a time (audit-run checks it).
     concurrency: int | None = None
 
-    ABSENT: ClassVar = ("dropped_tail_sha256", "declaration_sha256", "concurrency")
+    ADDED_LATER: ClassVar = ("dropped_tail_sha256", "declaration_sha256", "concurrency")
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.transport import DeadlineExceeded
-from needlepoint.schema import plain_without_absent, record_with_absent
+from needlepoint.schema import AddedLater
 
 if TYPE_CHECKING:
     import httpx
@@ -87,7 +87,7 @@ _HOSTILE = {
 
 
 @dataclass(frozen=True)
-class PositionParams:
+class PositionParams(AddedLater):
     """Probabilities of an exactly correct answer, before the length penalty."""
 
     seed: int = 20260101
@@ -105,14 +105,7 @@ class PositionParams:
     depth_dip: float | None = None
     near_before_drop: float | None = None
 
-    def to_plain(self) -> dict[str, Any]:
-        """run.json's ``params``: the depth parameters only when set."""
-        return plain_without_absent(self, DEPTH_PARAMS)
-
-    @classmethod
-    def from_plain(cls, value: dict[str, Any], where: str) -> PositionParams:
-        """Read ``params``, whose depth parameters may be absent."""
-        return record_with_absent(cls, value, where, DEPTH_PARAMS)
+    ADDED_LATER: ClassVar = ("depth_decline", "depth_dip", "near_before_drop")
 
     @classmethod
     def from_dict(cls, values: dict[str, float] | None) -> PositionParams:
@@ -148,8 +141,6 @@ class PositionParams:
         p -= (self.near_before_drop or 0.0) * near_before if high else 0.0
         return min(1.0, max(0.0, p - self.length_drop_per_100_records * length / 100))
 
-
-DEPTH_PARAMS = ("depth_decline", "depth_dip", "near_before_drop")
 
 # Parameters that are not probabilities: the seed, and latencies in seconds.
 _SEED_LIMIT = 2**63
