@@ -43,11 +43,6 @@ def terminal(value: object) -> str:
     return _SURROGATE.sub(_escape, text)
 
 
-def terminal_lines(lines: list[str]) -> list[str]:
-    """Each line through ``terminal``: for reports whose lines hold values from elsewhere."""
-    return [terminal(line) for line in lines]
-
-
 # The ASCII punctuation that Markdown (CommonMark, GFM tables, Jupyter's ``$`` maths) reads as
 # inline markup; CommonMark lets a backslash escape any of them. ``<``, ``>`` and ``&`` become
 # entities, so the text stays inert when Markdown passes raw HTML through. Block markup (``#``,

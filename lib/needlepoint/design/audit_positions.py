@@ -25,13 +25,6 @@ def williams(conditions: list[str]) -> list[str]:
     return ["-".join(conditions[x] for x in row) for row in rows]
 
 
-def label_of(depth: float) -> str:
-    """PROTOCOL.md, "Depth designs": D, then the depth with at most three decimals."""
-    thousandths = round(depth * 1000)
-    whole, rest = divmod(thousandths, 1000)
-    return f"D{whole}" if rest == 0 else f"D{whole}." + f"{rest:03d}".rstrip("0")
-
-
 def insertion(protocol: dict[str, Any], condition: str, n: int) -> int:
     """Index of the target (A: placeholder) record among the N + 1 records; −1 if unknown."""
     at = {"A": n // 2}
