@@ -170,6 +170,21 @@ def test_per_length_rows_and_their_disagreement_are_named() -> None:
     assert "8 records: decline with position" in said[0]
 
 
+def test_disagreement_is_read_within_each_similarity_and_needs_a_pooled_row() -> None:
+    s = shapes(_run({("low", c): [1] * 8 for c in "BMEA"} | {("high", c): [1] * 8 for c in "BMEA"},
+                    lengths=(4, 8)), analysis_params())  # fmt: skip
+    # low agrees throughout; high's pooled row says flat, both its per-length rows decline.
+    verdict = {("low", None): FLAT, ("low", 4): FLAT, ("low", 8): FLAT, ("high", None): FLAT}
+    rows = [replace(r, verdict=verdict.get((r.similarity, r.length), DECLINE)) for r in s.rows]
+    assert disagreements(rows) == [
+        "under high similarity the pooled row (flat) and the per-length rows (4 records: decline "
+        "with position; 8 records: decline with position) disagree: read the per-length rows "
+        "before the pooled one"
+    ]
+    # Without a pooled row there is nothing to disagree with.
+    assert disagreements([r for r in rows if r.length is not None]) == []
+
+
 def test_change_sits_at_each_case() -> None:
     def ch(*moved: str) -> list[Contrast]:
         return [_c(-1 if n in moved else 0, name=n) for n in ("B", "M", "E")]
