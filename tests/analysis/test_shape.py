@@ -79,6 +79,9 @@ def test_contrast_matches_the_effects_interval_and_needs_two_cases() -> None:
     assert (one.estimate, one.lower, one.p) == (1.0, None, None)
     none = contrast("E − M", [], 1, params)
     assert (none.cases, none.estimate, none.p) == (0, None, None)
+    # Two cases are enough: resamples (1, 1), (1, 0), (0, 1), (0, 0); P(mean <= 0) = 1/4.
+    two = contrast("B − M", [1, 0], 1, params)
+    assert (two.estimate_exact, two.lower, two.upper, two.p_exact) == ("1/2", 0.0, 1.0, "1/2")
 
 
 def test_holm_is_statsmodels_holm_in_the_order_given() -> None:
