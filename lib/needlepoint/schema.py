@@ -297,25 +297,6 @@ def _scalar(tp: Any, value: Any, where: str) -> Any:
     return value
 
 
-def plain_without_absent(record: Any, added_later: tuple[str, ...]) -> dict[str, Any]:
-    """A record's JSON object, leaving out the fields added in a later version that are None.
-
-    So a record read from an older file is written back with exactly the keys it had.
-    """
-    plain = fields_plain(record)
-    for name in added_later:
-        if plain[name] is None:
-            del plain[name]
-    return plain
-
-
-def record_with_absent(
-    cls: type[R], value: dict[str, Any], where: str, added: tuple[str, ...]
-) -> R:
-    """Read a record whose later-added fields may be missing (an older file): they read as None."""
-    return record_from_plain(cls, dict.fromkeys(added) | value, where)
-
-
 def document_bytes(record: Any) -> bytes:
     """A versioned document as a file: sorted keys, two-space indent, UTF-8, final newline.
 
@@ -359,8 +340,15 @@ class AddedLater:
     ADDED_LATER: ClassVar[tuple[str, ...]] = ()
 
     def to_plain(self) -> dict[str, Any]:
-        return plain_without_absent(self, self.ADDED_LATER)
+        """The JSON object without the ``ADDED_LATER`` fields that are None: a record read from
+        an older file is written back with exactly the keys it had."""
+        plain = fields_plain(self)
+        for name in self.ADDED_LATER:
+            if plain[name] is None:
+                del plain[name]
+        return plain
 
     @classmethod
     def from_plain(cls, value: dict[str, Any], where: str) -> Any:
-        return record_with_absent(cls, value, where, cls.ADDED_LATER)
+        """Read the record; a missing ``ADDED_LATER`` field reads as None."""
+        return record_from_plain(cls, dict.fromkeys(cls.ADDED_LATER) | value, where)

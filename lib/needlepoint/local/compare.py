@@ -702,7 +702,7 @@ def run_live(
         options = RunOptions(
             allow=planned_count(prepared),
             progress=progress,
-            **local_route(server),
+            **local_route(server.base_url, server.alias),
             timeout_s=timing["timeout_s"],
             run_meta={"local_server": facts, "request_timeout": timing},
             declaration=None if declaration is None else str(declaration),

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from needlepoint.errors import NeedlepointError
@@ -41,12 +40,12 @@ OVERRIDE_REASON = (
 )
 
 
-def local_route(server: Any) -> dict[str, Any]:
-    """How a run reaches a served packaged model: its URL and alias, the placeholder key's
-    variable, and no spacing, with the reason that overrides the protocol's (run options)."""
+def local_route(base_url: str, alias: str) -> dict[str, Any]:
+    """How a run reaches a packaged model served at ``base_url`` as ``alias``: the placeholder
+    key's variable, and no spacing, with the reason that overrides the protocol's (run options)."""
     return {
-        "base_url": server.base_url + "/v1",
-        "model": server.alias,
+        "base_url": base_url + "/v1",
+        "model": alias,
         "api_key_env": KEY_ENV,
         "min_gap_s": 0,
         "override_reason": OVERRIDE_REASON,
@@ -120,7 +119,7 @@ def run_local_pipeline(
         overrides = {
             "protocol_file": relative_protocol,
             "transport": "live",
-            **local_route(server),
+            **local_route(server.base_url, server.alias),
             "timeout_s": timeout_s,
             "run_meta": {"local_server": facts},
         }
@@ -162,7 +161,7 @@ def check_before_serving(allow: int, timeout_s: float, progress: str) -> None:
     check_options(
         RunOptions(
             # The port is the server's; only the shape of the route is checked here.
-            **local_route(SimpleNamespace(base_url="http://127.0.0.1:1", alias="served")),
+            **local_route("http://127.0.0.1:1", "served"),
             allow=allow,
             timeout_s=timeout_s,
             progress=progress,
@@ -197,7 +196,7 @@ def _served(
     with served_model(serving.model, n_ctx=serving.n_ctx, port=port, log_path=log) as server:
         print(f"serving {server.alias} (n_ctx {server.n_ctx}) on {server.base_url}; log {log.name}")
         options = RunOptions(
-            **local_route(server),
+            **local_route(server.base_url, server.alias),
             allow=serving.allow,
             timeout_s=serving.timeout_s,
             progress=serving.progress,
