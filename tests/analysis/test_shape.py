@@ -56,6 +56,28 @@ def test_classify_every_pair_of_directions(first: int, last: int, verdict: str) 
     assert classify(_c(first), _c(last, name="E − M"))[0] == verdict
 
 
+def test_classify_says_why_in_words() -> None:
+    # The reason is printed after the verdict in the headline and summary.md: its words are
+    # part of what the reader is told.
+    assert classify(_c(1), _c(1, name="E − M")) == (U_SHAPE, "both ends are above the middle")
+    assert classify(_c(-1), _c(-1, name="E − M")) == (
+        UNCLEAR,
+        "the middle is above both ends (no U-shape, no steady trend)",
+    )
+    assert classify(_c(0), _c(1, name="E − M")) == (
+        RISE,
+        "the last end is above the middle, the first end is not",
+    )
+    assert classify(_c(1), _c(0, name="E − M")) == (
+        DECLINE,
+        "the first end is above the middle, the last end is not",
+    )
+    assert classify(_c(0), _c(0, name="E − M")) == (
+        FLAT,
+        "neither end differs clearly from the middle",
+    )
+
+
 def test_classify_without_an_interval_is_unclear() -> None:
     assert classify(_c(1, None), _c(1)) == (UNCLEAR, "too few complete cases for an interval")
     assert classify(_c(1), _c(1, None))[0] == UNCLEAR
@@ -105,6 +127,9 @@ def test_adjust_sets_direction_only_at_or_under_alpha_and_skips_untested() -> No
     assert out[3].p_adjusted is None
     strict = adjust(family, 0.035)
     assert [c.direction for c in strict] == [1, 0, 0, 0]
+    # A Holm-adjusted p exactly at alpha counts (Holm over one p leaves it unchanged).
+    assert adjust([replace(_c(1), estimate=0.5, p=0.05)], 0.05)[0].direction == 1
+    assert adjust([replace(_c(1), estimate=-0.5, p=0.05)], 0.05)[0].direction == -1
     # An estimate of exactly 0 has no direction, whatever its p.
     assert adjust([replace(_c(1), estimate=0.0, p=0.0)], 0.05)[0].direction == 0
 
