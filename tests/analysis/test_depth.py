@@ -10,13 +10,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from needlepoint.analysis.depth import analyze_depth, contrast_weights
+from needlepoint.analysis.depth import (
+    analyze_depth,
+    case_interval,
+    contrast_weights,
+    decide,
+    depth_robustness,
+    integer_weights,
+    per_case_values,
+)
+from needlepoint.analysis.depth.report import headline_lines, to_json
 from needlepoint.analysis.inputs import from_run
 from needlepoint.cli import main
 from needlepoint.design.prepared import prepare
 from needlepoint.errors import NeedlepointError
+from tests.support.analysis import analysis_params, outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAT = {
@@ -207,3 +218,105 @@ def test_calibrate_reads_a_depth_pilot_from_the_command_line(
     assert "end accuracy under low similarity 1.000 (12/12) is above the band" in printed
     assert "NO PROTOCOL WRITTEN: no length qualifies" in printed
     assert not out.exists() and (tmp_path / "cal.json").exists()
+
+
+# --- the robustness line of a depth decision ------------------------------------------------------
+
+PRESENT = ["D0", "D0.5", "D1"]  # ends-minus-interior: weights 1/2, −1, 1/2
+
+
+def _case(case: str, high: list[int | None], low: tuple[int, ...] = (1, 1, 1)) -> list:
+    """One case's answers at one length: 1 correct, 0 wrong, None a protocol failure."""
+    rows = []
+    for sim, answers in (("low", list(low)), ("high", high)):
+        for cond, ok in zip(PRESENT, answers, strict=True):
+            status = "protocol_failure" if ok is None else ("correct" if ok else "error")
+            rows.append(
+                outcome(seq=len(rows) + 100 * int(case[1:]), case=case, length=60,
+                        similarity=sim, condition=cond, status=status, kind="", block=1)
+            )  # fmt: skip
+    return rows
+
+
+def _robustness(outcomes: list, params=None):
+    params = params or analysis_params()
+    weights = contrast_weights("ends-minus-interior", [0, 0.5, 1])
+    iv = case_interval(per_case_values(np.array(list(_grids(outcomes))), weights), params, 0)
+    decision, _ = decide(iv, params)
+    return decision, depth_robustness(outcomes, PRESENT, [60], weights, params, decision)
+
+
+def _grids(outcomes: list):
+    from needlepoint.analysis.depth import _case_scores
+
+    return _case_scores(outcomes, PRESENT, [60]).values()
+
+
+def test_integer_weights_count_the_contrast_in_integers() -> None:
+    assert integer_weights([0.5, -1 / 3, -1 / 3, -1 / 3, 0.5]) == ([3, -2, -2, -2, 3], 6)
+    assert integer_weights([0.5, 0, -1, 0, 0.5]) == ([1, 0, -2, 0, 1], 2)
+    assert integer_weights([1.0, 0.0, -1.0]) == ([1, 0, -1], 1)
+
+
+def test_a_dip_in_every_case_is_robust_and_says_why() -> None:
+    # Eight cases, each a dip under high similarity only: value 1 each, interval [1, 1].
+    outcomes = [o for i in range(1, 9) for o in _case(f"S{i}", [1, 0, 1])]
+    decision, r = _robustness(outcomes)
+    assert decision == "supported"
+    assert r.verdict == (
+        "robust: no missing cell, no single case and no other method changes it; sign-flip p 1/256"
+    )
+    assert [s.label for s in r.leave_one_out] == [f"without S{i}" for i in range(1, 9)]
+    assert r.sign_flip is not None and r.sign_flip.statistic_exact == "1"
+
+
+def test_two_cases_are_fragile_by_each_case_and_by_the_sign_flip_test() -> None:
+    outcomes = [o for i in (1, 2) for o in _case(f"S{i}", [1, 0, 1])]
+    decision, r = _robustness(outcomes)
+    assert decision == "supported"
+    assert r.verdict == (
+        "fragile: leaving out S1 or S2 flips it (2 of 2 cases); "
+        "the sign-flip test disagrees (p 1/4)"
+    )
+    assert {s.decision for s in r.leave_one_out} == {"not decided"}
+
+
+def test_missing_cells_are_scored_at_four_extremes_and_named_when_they_flip_it() -> None:
+    outcomes = [o for i in (1, 2) for o in _case(f"S{i}", [1, 0, 1])]
+    # Two incomplete cases: the interior and the last depth failed under high similarity.
+    outcomes += [o for i in (3, 4) for o in _case(f"S{i}", [1, None, None])]
+    decision, r = _robustness(outcomes)
+    assert decision == "supported"
+    labels = {s.label: s.decision for s in r.missing}
+    # Correct at the interior lowers the contrast, correct at the last depth raises it.
+    assert labels == {
+        "all missing cells correct": "not supported",  # cases worth 0: [1, 1, 0, 0]
+        "all missing cells wrong": "supported",  # 0.5 each: never at or below 0
+        "each missing cell at the value that lowers the contrast": "not supported",
+        "each missing cell at the value that raises it": "supported",
+    }
+    assert all(s.cells == (304, 305, 404, 405) for s in r.missing)
+    assert "it flips when all missing cells correct (not supported); when each missing cell " in (
+        r.verdict
+    )
+
+
+def test_an_undecided_run_has_no_robustness_line() -> None:
+    decision, r = _robustness(_case("S1", [1, 0, 1]))
+    assert decision == "not decided"
+    assert (r.verdict, r.missing, r.leave_one_out, r.sign_flip) == ("", (), (), None)
+
+
+def test_the_headline_registry_and_comparison_print_the_robustness_line(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = analyze_depth(from_run(runs["dip"]))
+    assert result.robustness is not None and result.robustness.verdict.startswith("robust: ")
+    assert f"robustness: {result.robustness.verdict}" in headline_lines(result)
+    doc = json.loads(to_json(result))
+    assert doc["robustness"]["verdict"] == result.robustness.verdict
+    assert main(["registry", str(runs["dip"].parent)]) == 0
+    assert f"; {result.robustness.verdict}; audit" in capsys.readouterr().out
+    out = tmp_path / "cmp"
+    assert main(["compare", str(runs["decline"]), str(runs["dip"]), "--out", str(out)]) == 0
+    assert "| robustness |" in (out / "comparison.md").read_text("utf-8")

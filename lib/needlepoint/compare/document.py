@@ -52,6 +52,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
 from needlepoint.run.folder import read_run_record
 from needlepoint.safeio import is_output_file, relative_path, replaced_folder
+from needlepoint.safetext import md_text
 
 # --- the runs, each read and analysed exactly as `analyze` does ----------------------------------
 
@@ -448,6 +449,12 @@ def _figure(names: Sequence[str], results: Sequence[DepthAnalysis], path: Path) 
         )
 
 
+def _robust(result: DepthAnalysis) -> str:
+    """The run's robustness word with its reasons ("—" when it has no decision to test)."""
+    verdict = "" if result.robustness is None else result.robustness.verdict
+    return md_text(verdict) if verdict else "—"
+
+
 def compare_depth(
     runs: Sequence[LoadedRun], out: Path, figures: bool = True, labels: Sequence[str] | None = None
 ) -> list[str]:
@@ -457,18 +464,20 @@ def compare_depth(
     out.mkdir(parents=True, exist_ok=True)
     lines = [SIMULATION_BANNER] if any(r.simulation for r in results) else []
     table = [
-        "| run | decision | contrast (high − low) | high: first − interior | "
+        "| run | decision | robustness | contrast (high − low) | high: first − interior | "
         "high: last − interior | high: per near name before |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for k, (name, result) in enumerate(zip(names, results, strict=True), start=1):
         write_depth(result, out / "runs" / str(k), figures)
         first, last = result.ends["high"]
         table.append(
-            f"| {name} | {result.decision} | {_interval(result)} | "
+            f"| {name} | {result.decision} | {_robust(result)} | {_interval(result)} | "
             f"{_iv(first)} | {_iv(last)} | {_near(result)} |"
         )
-        lines.append(f"{name}: {result.decision}, {result.contrast} {_interval(result)}")
+        lines.append(
+            f"{name}: {result.decision}, {result.contrast} {_interval(result)}; {_robust(result)}"
+        )
     doc = ["# Comparison of depth runs", ""]
     if any(r.simulation for r in results):
         doc += [f"**{SIMULATION_BANNER}**", ""]

@@ -236,7 +236,8 @@ def _depth_decision(inp: Any) -> tuple[str | None, str, int | None, int | None, 
     d = analyze_depth(inp)
     p = d.primary
     result = "" if p.estimate is None else f"{p.estimate:.4g} [{p.lower:.4g}, {p.upper:.4g}]"
-    return d.decision, result, p.cases, inp.protocol["cases"], ""
+    robust = "" if d.robustness is None else d.robustness.verdict
+    return d.decision, result, p.cases, inp.protocol["cases"], robust
 
 
 def pilot_design_of(folder: Path) -> str:

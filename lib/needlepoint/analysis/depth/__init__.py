@@ -21,20 +21,28 @@ computed here:
   is what near-duplicate names ahead of the target cost per name, depth held fixed; under low
   similarity the same slots hold unrelated names, a placebo.
 
+- **the robustness line** (``depth_robustness``): the decision with each missing cell scored at
+  four extremes, without each complete case, and by the exact sign-flip test of the case values
+  (``analysis.robustness``'s test and wording), so a depth decision reads ``robust`` or
+  ``fragile`` with its reasons like every other decision.
+
 Failures, indeterminate and unexecuted requests are missing, never wrong.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from needlepoint.analysis.inputs import AnalysisInput, Outcome
-from needlepoint.analysis.record import AnalysisParameters, ShapeRow
+from needlepoint.analysis.record import AnalysisParameters, Scenario, ShapeRow, SignFlip
+from needlepoint.analysis.robustness import sign_flip, verdict_text
 from needlepoint.errors import NeedlepointError
 
 SIMILARITIES = ("low", "high")
@@ -42,6 +50,9 @@ CONTRASTS = ("ends-minus-interior", "ends-minus-centre", "first-minus-last")
 FORMAT = "needlepoint-depth-analysis"
 VERSION = 1
 SUPPORTED, NOT_SUPPORTED, UNDECIDED = "supported", "not supported", "not decided"
+# Leave-one-out redraws the bootstrap once per case (time grows with the square of the cases);
+# above this many cases it is left out, and the robustness line says so.
+LEAVE_ONE_OUT_MAX = 200
 
 
 def is_depth_design(protocol: dict[str, Any]) -> bool:
@@ -118,6 +129,17 @@ class DepthAnalysis:
     shapes: tuple[ShapeRow, ...] = ()  # each similarity's shape verdict, all lengths
     # similarity -> (wrong answers naming a near name before the target, after it, all wrong)
     near_named: dict[str, tuple[int, int, int]] | None = None
+    robustness: DepthRobustness | None = None
+
+
+@dataclass(frozen=True)
+class DepthRobustness:
+    """What-ifs beside the preregistered decision, ending in its one line (``verdict``)."""
+
+    missing: tuple[Scenario, ...]
+    leave_one_out: tuple[Scenario, ...]
+    sign_flip: SignFlip | None
+    verdict: str
 
 
 def _round(x: float | None) -> float | None:
@@ -158,7 +180,7 @@ def _case_scores(
             cells.setdefault(o.case, {})[key] = int(o.status == "correct")
     need = 2 * len(lengths) * len(present)
     out = {}
-    for case in sorted(cells, key=lambda c: int(c[1:]) if c[1:].isdigit() else 0):
+    for case in sorted(cells, key=_case_number):
         values = cells[case]
         if len(values) == need:
             grid = np.zeros((2, len(lengths), len(present)))
@@ -343,6 +365,127 @@ def per_case_values(grids: np.ndarray, weights: Sequence[float]) -> np.ndarray:
     return ((grids[:, 1] - grids[:, 0]) @ np.asarray(weights, dtype=float)).mean(axis=1)
 
 
+def integer_weights(weights: Sequence[float]) -> tuple[list[int], int]:
+    """The contrast's weights as integers over one denominator (each weight is a small fraction:
+    1/2, −1/(depths − 2), −1, 0), so that the sign-flip test can count in integers."""
+    exact = [Fraction(w).limit_denominator(10**6) for w in weights]
+    scale = math.lcm(*(f.denominator for f in exact))
+    return [int(f * scale) for f in exact], scale
+
+
+def _filled(
+    outcomes: Sequence[Outcome],
+    present: Sequence[str],
+    lengths: Sequence[int],
+    scored: dict[int, int],
+) -> np.ndarray:
+    """Every case's grid, each missing cell scored as ``scored`` says (seq → 0 or 1)."""
+    cells: dict[str, np.ndarray] = {}
+    for o in outcomes:
+        if o.condition not in present:
+            continue
+        grid = cells.setdefault(o.case, np.zeros((2, len(lengths), len(present))))
+        key = (
+            SIMILARITIES.index(o.similarity),
+            lengths.index(o.length),
+            present.index(o.condition),
+        )
+        grid[key] = int(o.status == "correct") if o.valid else scored[o.seq]
+    return np.array([cells[c] for c in sorted(cells, key=_case_number)])
+
+
+def _case_number(case: str) -> int:
+    return int(case[1:]) if case[1:].isdigit() else 0
+
+
+def _scenario(
+    kind: str,
+    label: str,
+    cells: tuple[int, ...],
+    values: np.ndarray,
+    params: AnalysisParameters,
+    observed: str,
+) -> Scenario:
+    iv = case_interval(values, params, 0)
+    decision, _ = decide(iv, params)
+    return Scenario(
+        kind=kind,
+        label=label,
+        cells=cells,
+        complete_cases=iv.cases,
+        estimate=iv.estimate,
+        estimate_exact=None,
+        lower_exact=None if iv.lower is None else repr(iv.lower),
+        upper_exact=None if iv.upper is None else repr(iv.upper),
+        decision=decision,
+        changes=decision != observed,
+    )
+
+
+def depth_robustness(
+    outcomes: Sequence[Outcome],
+    present: Sequence[str],
+    lengths: Sequence[int],
+    weights: Sequence[float],
+    params: AnalysisParameters,
+    decision: str,
+) -> DepthRobustness:
+    """The decision's what-ifs, each decided by ``decide`` on the same case-cluster bootstrap:
+
+    - **missing cells**, all scored at once four ways (all correct, all wrong, each at the value
+      that lowers the contrast, each at the value that raises it; identical assignments named
+      together), which bounds every way of scoring them;
+    - **leave one case out** (up to ``LEAVE_ONE_OUT_MAX`` cases);
+    - **the exact sign-flip test** of the complete cases' values (``analysis.robustness``).
+    """
+    if decision == UNDECIDED:
+        return DepthRobustness((), (), None, "")
+    scores = _case_scores(outcomes, present, lengths)
+    grids = np.array(list(scores.values()))
+    missing = [o for o in outcomes if o.condition in present and not o.valid]
+    cells = tuple(sorted(o.seq for o in missing))
+    iw, scale = integer_weights(weights)
+
+    def lowers(o: Outcome) -> int:
+        # Scoring the cell correct adds +w under high similarity and −w under low.
+        sign = 1 if o.similarity == "high" else -1
+        return int(sign * iw[present.index(o.condition)] < 0)
+
+    assignments: dict[tuple[int, ...], list[str]] = {}
+    for label, value in (
+        ("all missing cells correct", lambda o: 1),
+        ("all missing cells wrong", lambda o: 0),
+        ("each missing cell at the value that lowers the contrast", lowers),
+        ("each missing cell at the value that raises it", lambda o: 1 - lowers(o)),
+    ):
+        if missing:
+            assignments.setdefault(tuple(value(o) for o in missing), []).append(label)
+    scenarios = []
+    for key, labels in assignments.items():
+        scored = dict(zip((o.seq for o in missing), key, strict=True))
+        grid = _filled(outcomes, present, lengths, scored)
+        scenarios.append(
+            _scenario("missing cells", "; ".join(labels), cells,
+                      per_case_values(grid, weights), params, decision)
+        )  # fmt: skip
+    loo: list[Scenario] = []
+    if 1 < len(grids) <= LEAVE_ONE_OUT_MAX:
+        for i, case in enumerate(scores):
+            rest = np.delete(grids, i, axis=0)
+            loo.append(
+                _scenario("leave one out", f"without {case}", (),
+                          per_case_values(rest, weights), params, decision)
+            )  # fmt: skip
+    flip = None
+    if len(grids):
+        nums = [round(float(((g[1] - g[0]) @ np.array(iw)).sum())) for g in grids]
+        flip = sign_flip(nums, scale * len(lengths), params, decision == SUPPORTED)
+    verdict = verdict_text(scenarios, loo, flip, None, ())
+    if len(grids) > LEAVE_ONE_OUT_MAX:
+        verdict += f"; leaving out one case not checked above {LEAVE_ONE_OUT_MAX} cases"
+    return DepthRobustness(tuple(scenarios), tuple(loo), flip, verdict)
+
+
 def decide(primary: Interval, params: AnalysisParameters) -> tuple[str, str]:
     """The depth design's preregistered decision and its reason: the one copy of the rule
     (the analysis and the calibration's power search both call it)."""
@@ -413,4 +556,5 @@ def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
         absent=absent,
         shapes=depth_shapes(grids, present, accuracy, lengths, params),
         near_named=near_named(inp.outcomes, present),
+        robustness=depth_robustness(inp.outcomes, present, lengths, weights, params, decision),
     )

@@ -45,6 +45,7 @@ def to_plain(d: DepthAnalysis) -> dict[str, Any]:
         "contrast": {"name": d.contrast, "weights": list(d.weights)},
         "accuracy": accuracy,
         "primary": asdict(d.primary) | {"decision": d.decision, "reason": d.reason},
+        "robustness": None if d.robustness is None else asdict(d.robustness),
         "ends": {
             sim: {"first_minus_interior": asdict(a), "last_minus_interior": asdict(b)}
             for sim, (a, b) in d.ends.items()
@@ -116,6 +117,8 @@ def headline_lines(d: DepthAnalysis) -> list[str]:
         f"preregistered contrast {d.contrast} (high − low): {_iv(d.primary)}; "
         f"decision: {d.decision} ({d.reason})"
     )
+    if d.robustness is not None and d.robustness.verdict:
+        lines.append(f"robustness: {d.robustness.verdict}")
     for m in d.models:
         near = [c for c in m.coefficients if c.term == "near names before"]
         if near:
