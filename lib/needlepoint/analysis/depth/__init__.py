@@ -406,20 +406,15 @@ def _scenario(
     params: AnalysisParameters,
     observed: str,
 ) -> Scenario:
+    """One what-if, decided by the decision's own rule (a percentile interval has no exact
+    estimate: its bounds are stored as the floats' shortest text)."""
     iv = case_interval(values, params, 0)
     decision, _ = decide(iv, params)
-    return Scenario(
-        kind=kind,
-        label=label,
-        cells=cells,
-        complete_cases=iv.cases,
-        estimate=iv.estimate,
-        estimate_exact=None,
-        lower_exact=None if iv.lower is None else repr(iv.lower),
-        upper_exact=None if iv.upper is None else repr(iv.upper),
-        decision=decision,
-        changes=decision != observed,
-    )
+    lower, upper = (None if b is None else repr(b) for b in (iv.lower, iv.upper))
+    # Scenario's fields in order: kind, label, cells, complete cases, estimate and its exact
+    # text, the bounds, the decision and whether it changed.
+    return Scenario(kind, label, cells, iv.cases, iv.estimate, None, lower, upper, decision,
+                    decision != observed)  # fmt: skip
 
 
 def depth_robustness(
