@@ -147,3 +147,27 @@ def test_the_model_checks_and_the_size_source_are_named_in_words(prepared: Prepa
     sizes = length_sizes(prepared, outcomes)
     assert {s.source for s in sizes} == {"characters of the prompt text (no token count recorded)"}
     assert {s.unit for s in sizes} == {"characters"}
+
+
+def test_the_panel_says_when_the_sign_flip_test_disagrees_and_shows_half_a_bound_as_none(
+    prepared: Prepared,
+) -> None:
+    from needlepoint.analysis.report import robustness_lines
+
+    doc = build_document(make_input(prepared))
+    r = doc.robustness
+    assert r.sign_flip is not None and r.leave_one_out
+    flip = replace(r.sign_flip, agrees=False)
+    half = replace(r.leave_one_out[0], lower_exact="1/4", upper_exact=None, label="half")
+    doc = replace(doc, robustness=replace(r, sign_flip=flip, leave_one_out=(half,)))
+    lines = robustness_lines(doc)
+    sign = next(line for line in lines if line.startswith("- Sign-flip test"))
+    assert sign.endswith("; DISAGREES with the decision.")
+    row = next(line for line in lines if line.startswith("| half |"))
+    assert row.split(" | ")[3] == "—"  # an interval needs both bounds
+    agreeing = robustness_lines(
+        replace(doc, robustness=replace(r, sign_flip=replace(flip, agrees=True)))
+    )
+    assert next(x for x in agreeing if x.startswith("- Sign-flip")).endswith(
+        "; agrees with the decision."
+    )
