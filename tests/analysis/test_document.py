@@ -171,3 +171,8 @@ def test_the_panel_says_when_the_sign_flip_test_disagrees_and_shows_half_a_bound
     assert next(x for x in agreeing if x.startswith("- Sign-flip")).endswith(
         "; agrees with the decision."
     )
+    # A BCa interval whose upper bound is exactly 0 shows it as 0.
+    assert r.second_interval is not None
+    bca = replace(r.second_interval, lower=-0.5, upper=0.0)
+    lines = robustness_lines(replace(doc, robustness=replace(r, second_interval=bca)))
+    assert any(line.startswith(f"- {bca.method}") and ": [-0.5, 0];" in line for line in lines)
