@@ -176,3 +176,19 @@ def test_the_panel_says_when_the_sign_flip_test_disagrees_and_shows_half_a_bound
     bca = replace(r.second_interval, lower=-0.5, upper=0.0)
     lines = robustness_lines(replace(doc, robustness=replace(r, second_interval=bca)))
     assert any(line.startswith(f"- {bca.method}") and ": [-0.5, 0];" in line for line in lines)
+    # Each way a BCa interval can stand to the decision, in words, and the percentile
+    # interval it is set against ("—" when there is none).
+    for agrees, words in ((False, "DISAGREES with"), (None, "cannot be compared with")):
+        said = replace(r, second_interval=replace(bca, agrees=agrees))
+        for primary, interval in ((doc.primary, "["), (replace(doc.primary, interval=None), "—).")):
+            got = robustness_lines(replace(doc, robustness=said, primary=primary))
+            line = next(x for x in got if x.startswith(f"- {bca.method}"))
+            assert f"; {words} the decision (percentile interval {interval}" in line
+    # A model check that disagrees says so in capitals, like the others.
+    assert r.models
+    fitted = replace(r.models[0], estimate=0.25, se=0.1, lower=0.05, upper=0.45, p_one_sided=0.02)
+    lost = replace(r, models=(replace(fitted, agrees=False),))
+    got = robustness_lines(replace(doc, robustness=lost))
+    assert next(x for x in got if x.startswith(f"- {fitted.model}")).endswith(
+        "; DISAGREES with the decision."
+    )
