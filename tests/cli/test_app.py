@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import time
+import weakref
 from pathlib import Path
 
 import needlepoint
@@ -118,3 +120,28 @@ def test_ctrl_c_says_how_to_resume_where_the_command_resumes(monkeypatch, capsys
     assert line.endswith("run the same command again to resume")
     assert app.main(["prepare", "--out", "x"]) == 130
     assert capsys.readouterr().err == "needlepoint prepare: interrupted\n"
+
+
+def test_ctrl_c_inside_a_garbage_collector_callback_still_interrupts(monkeypatch, capsys) -> None:
+    # Python cannot raise from a weakref callback: it printed "Exception ignored in ..." with a
+    # traceback and carried on (seen once as a Ctrl-C during `analyze` in the readers test).
+    def collected(args):
+        class Thing:
+            pass
+
+        def callback(_: object) -> None:
+            raise KeyboardInterrupt
+
+        thing = Thing()
+        ref = weakref.ref(thing, callback)
+        del thing  # the callback runs here, and its KeyboardInterrupt is "unraisable"
+        assert ref() is None
+        for _ in range(200):  # the interrupt is sent again and arrives in this loop
+            time.sleep(0.005)
+        return 0
+
+    monkeypatch.setattr("needlepoint.cli.design._cmd_prepare", collected)
+    before = sys.unraisablehook
+    assert app.main(["prepare", "--out", "x"]) == 130
+    assert capsys.readouterr().err == "needlepoint prepare: interrupted\n"
+    assert sys.unraisablehook is before  # put back when the command ends

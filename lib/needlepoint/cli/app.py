@@ -15,8 +15,9 @@ import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import needlepoint
 from needlepoint import __version__
@@ -207,8 +208,41 @@ def _usable_streams() -> None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
 
 
+def _interrupt_again(previous: Any, pending: list[threading.Timer]) -> Any:
+    """An unraisable hook under which a Ctrl-C that lands in a callback Python cannot raise
+    from (a weakref or ``__del__`` run by the garbage collector) still interrupts the command.
+
+    Python would print "Exception ignored in ..." with a traceback and carry on as if no Ctrl-C
+    had come. Instead SIGINT is sent again, 10 ms later from a timer thread (sent at once, it
+    would land inside this hook, where it cannot be raised either), and the command's own
+    handler turns it into one line and exit 130. Anything else goes to the previous hook.
+    """
+
+    def hook(args: Any) -> None:
+        if args.exc_type is KeyboardInterrupt:
+            again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT))
+            again.daemon = True
+            pending.append(again)
+            again.start()
+        else:
+            previous(args)
+
+    return hook
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command; user errors become one line on stderr and exit status 2."""
+    previous, pending = sys.unraisablehook, []
+    sys.unraisablehook = _interrupt_again(previous, pending)
+    try:
+        return _main(argv)
+    finally:
+        for again in pending:  # the command ended first: its work is whole, nothing to stop
+            again.cancel()
+        sys.unraisablehook = previous
+
+
+def _main(argv: Sequence[str] | None) -> int:
     _usable_streams()
     try:
         parser = build_parser()
