@@ -45,6 +45,11 @@ ALLOWED = {
     ("run.folder", "git_commit", "return"): "provenance.jsonl, not a settings record",
     ("run.folder", "code_now", "return"): "provenance.jsonl's code, not a settings record",
     ("run.folder", "machine_load", "return"): "provenance.jsonl, not a settings record",
+    (
+        "run.folder",
+        "read_provenance",
+        "return",
+    ): "provenance.jsonl's free-form lines (describe, decide nothing)",
     ("run.journal", "read_line", "return"): "a raw journal line",
     ("run.records", "OutcomeSummary.of", "record"): "a raw journal line",
     ("run.transport", "Watchdog.trace", "info"): "httpcore's trace event",

@@ -163,7 +163,8 @@ def test_only_a_hex_commit_reaches_git() -> None:
 
 
 def test_a_hostile_provenance_file_is_skipped_never_read_whole(declared_run: Path) -> None:
-    from needlepoint.run.declaration import MAX_PROVENANCE_BYTES, session_code
+    from needlepoint.run.declaration import session_code
+    from needlepoint.run.folder import MAX_PROVENANCE_BYTES
 
     path = declared_run / "provenance.jsonl"
     path.write_text("[" * 100_000 + "\n{not json\n" + json.dumps({"code": "x"}) + "\n")

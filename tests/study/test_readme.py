@@ -46,3 +46,23 @@ def test_declarations_are_listed_with_their_full_hash() -> None:
     assert any(
         "`432a20c6ea98493b534e12c064bd65d42d8fbea72a8210c306763901baacaf81`" in x for x in lines
     )
+
+
+def test_machine_and_load_come_from_provenance_and_say_when_unrecorded(tmp_path: Path) -> None:
+    from needlepoint.run.folder import read_provenance
+
+    (tmp_path / "provenance.jsonl").write_text(
+        '{"event": "session_start", "platform": "Linux", "cpus": 2, "load_average": [1.5, 1, 1]}\n'
+        "[1, 2]\n{not json\n"
+        '{"event": "session_end", "load_average": [2.25, 2, 2]}\n'
+        '{"event": "session_start", "platform": "Linux", "cpus": 2, "load_average": [0.5, 1, 1]}\n'
+        '{"event": "session_start", "platform": "Darwin", "cpus": 8, "load_average": null}\n',
+        encoding="utf-8",
+    )
+    lines = read_provenance(tmp_path)
+    assert len(lines) == 4  # a line that is not a JSON object is skipped
+    assert readme.machine_text(lines) == "Linux, 2 CPUs; Darwin, 8 CPUs"
+    assert readme.load_text(lines, "session_start") == "1.50, 0.50"
+    assert readme.load_text(lines, "session_end") == "2.25"
+    assert read_provenance(tmp_path / "absent") == []
+    assert readme.machine_text([]) == readme.load_text([], "session_end") == "not recorded"

@@ -206,6 +206,9 @@ def readme_text(
     """
     from needlepoint.compare.record import read_comparison
     from needlepoint.jsonio import read_json
+    from needlepoint.run.folder import read_provenance
+    from needlepoint.safetext import md_text
+    from needlepoint.study.readme import load_text, machine_text
 
     marker = read_json(layout.root / MARKER)
     doc = read_comparison(layout.comparison / "comparison.json")
@@ -238,12 +241,20 @@ def readme_text(
         )
     out += ["", "Reasons, caveats and every cell: `comparison/comparison.md`.", "", *sections]
     out += ["## Timing (from each journal)", ""]
-    out += ["| model | sessions | first request to last answer | median s/request by length |"]
-    out += ["|---|---|---|---|"]
+    out += [
+        "| model | sessions | first request to last answer | median s/request by length | "
+        "machine | 1-min load at start → end |",
+        "|---|---|---|---|---|---|",
+    ]
     for e in entrants:
         t = journal_timing(layout.run(e))
         med = ", ".join(f"{n} records {s:.1f} s" for n, s in t["median_s"].items())
-        out.append(f"| {e.key} | {t['sessions']} | {t['span_min']:.1f} min | {med} |")
+        lines = read_provenance(layout.run(e))
+        load = f"{load_text(lines, 'session_start')} → {load_text(lines, 'session_end')}"
+        out.append(
+            f"| {e.key} | {t['sessions']} | {t['span_min']:.1f} min | {med} | "
+            f"{md_text(machine_text(lines))} | {load} |"
+        )
     out += ["", "## Audit (`needlepoint audit-run`)", ""]
     for key, lines in audits.items():
         checked = ", ".join(x.removeprefix("checked ") for x in lines if x.startswith("checked "))

@@ -19,7 +19,7 @@ from typing import ClassVar
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import file_sha256, sha256_hex
 from needlepoint.run.clock import parse_iso_utc
-from needlepoint.run.folder import code_now, recorded_declaration
+from needlepoint.run.folder import code_now, read_provenance, recorded_declaration
 from needlepoint.run.journal import JOURNAL_NAME, JournalState
 from needlepoint.run.records import RunRecord, SessionRecord
 from needlepoint.safeio import relative_path
@@ -33,7 +33,6 @@ HEAD_KINDS = ("run", "pilot")
 _HEX = re.compile(r"[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 MAX_PUBLISHED = 2000
-MAX_PROVENANCE_BYTES = 16 << 20
 
 
 def published_place(url: str) -> str:
@@ -336,23 +335,9 @@ def check_declaration(root: Path, run: RunRecord, journal: JournalState) -> Decl
 def session_code(run_dir: Path) -> list[CodeRef]:
     """The code each session ran, as provenance.jsonl recorded it at its start (the runner's
     ``code``; an older line's ``git`` commit alone). Unreadable lines are skipped."""
-    import json
-
     out = []
-    path = run_dir / "provenance.jsonl"
-    try:
-        # A few hundred bytes a session: a file far larger is not the runner's, and is not read.
-        if path.stat().st_size > MAX_PROVENANCE_BYTES:
-            return []
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(rec, dict) or rec.get("event", "session_start") != "session_start":
+    for rec in read_provenance(run_dir):
+        if rec.get("event", "session_start") != "session_start":
             continue
         code, git = rec.get("code"), rec.get("git")
         if isinstance(code, dict):

@@ -312,6 +312,33 @@ def machine_load() -> dict[str, Any]:
     return {"load_average": load, "cpus": os.cpu_count()}
 
 
+# A few hundred bytes a session: a provenance.jsonl far larger is not the runner's, and is
+# not read.
+MAX_PROVENANCE_BYTES = 16 << 20
+
+
+def read_provenance(run_dir: Path) -> list[dict[str, Any]]:
+    """provenance.jsonl's lines, oldest first: the one reader of the file. [] when it is absent,
+    unreadable or larger than ``MAX_PROVENANCE_BYTES``; a line that is not a JSON object is
+    skipped (provenance describes a run, it decides nothing)."""
+    path = run_dir / PROVENANCE_NAME
+    try:
+        if path.stat().st_size > MAX_PROVENANCE_BYTES:
+            return []
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    out = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
 def append_provenance(run_dir: Path, time_iso: str, end: bool = False) -> None:
     """Record, per session, which code and environment ran (commit, interpreter, packages) and
     the machine's load; ``end``: one more line when the session ends, with the load then."""

@@ -19,7 +19,6 @@ number in a table is always what the journals say.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections import Counter
@@ -46,22 +45,32 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return out
 
 
-def _provenance(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "provenance.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def _load(lines: list[dict[str, Any]], event: str) -> str:
+def load_text(lines: list[dict[str, Any]], event: str) -> str:
     """The 1-minute load averages recorded at each session's start (or end), in order."""
-    loads = [x["load_average"][0] for x in lines if x.get("event") == event and x["load_average"]]
-    return ", ".join(f"{v:.2f}" for v in loads) or "not recorded"
+    loads = [
+        x["load_average"][0]
+        for x in lines
+        if x.get("event") == event and isinstance(x.get("load_average"), list) and x["load_average"]
+    ]
+    return ", ".join(f"{v:.2f}" for v in loads if isinstance(v, (int, float))) or "not recorded"
+
+
+def machine_text(lines: list[dict[str, Any]]) -> str:
+    """The machine each session started on, as provenance recorded it (e.g. "Linux, 2 CPUs");
+    sessions on the same machine are named once."""
+    seen = []
+    for x in lines:
+        if x.get("event") == "session_start":
+            cpus = x.get("cpus")
+            text = f"{x.get('platform') or 'unknown system'}, {cpus if cpus else '?'} CPUs"
+            if text not in seen:
+                seen.append(text)
+    return "; ".join(seen) or "not recorded"
 
 
 def run_facts(run_dir: Path) -> dict[str, Any]:
     """What a README says of one run or pilot run: counts, latencies, load, hashes, times."""
-    from needlepoint.run.folder import read_run_record
+    from needlepoint.run.folder import read_provenance, read_run_record
     from needlepoint.run.journal import walk
     from needlepoint.run.results import derive
 
@@ -73,7 +82,7 @@ def run_facts(run_dir: Path) -> dict[str, Any]:
     kinds = Counter(r["kind"] for r in rows if r["status"] == "protocol_failure")
     latencies = [float(r["latency_s"]) for r in rows if r["latency_s"]]
     times = sorted(a.time for a in state.sent)
-    lines = _provenance(run_dir)
+    lines = read_provenance(run_dir)
     return {
         "model": run.model,
         "planned": len(rows),
@@ -91,8 +100,8 @@ def run_facts(run_dir: Path) -> dict[str, Any]:
         "last": (state.last_done_text or "")[:19] + "Z" if state.last_done_text else None,
         "journal_sha256": chain.head,
         "declaration_sha256": None if run.declaration is None else run.declaration.sha256,
-        "load_start": _load(lines, "session_start"),
-        "load_end": _load(lines, "session_end"),
+        "load_start": load_text(lines, "session_start"),
+        "load_end": load_text(lines, "session_end"),
     }
 
 
