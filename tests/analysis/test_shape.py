@@ -56,6 +56,18 @@ def test_classify_every_pair_of_directions(first: int, last: int, verdict: str) 
     assert classify(_c(first), _c(last, name="E − M"))[0] == verdict
 
 
+def test_the_verdicts_are_named_in_the_words_the_reader_reads() -> None:
+    # Literal text: a test that compared them with the module's own constants could not notice
+    # a changed name, and the headline, summary.md and depth.json print these words.
+    assert (U_SHAPE, DECLINE, RISE, FLAT, UNCLEAR) == (
+        "middle loss (U-shape)",
+        "decline with position",
+        "rise with position",
+        "flat",
+        "unclear",
+    )
+
+
 def test_classify_says_why_in_words() -> None:
     # The reason is printed after the verdict in the headline and summary.md: its words are
     # part of what the reader is told.

@@ -52,7 +52,6 @@ DECLINE = "decline with position"
 RISE = "rise with position"
 FLAT = "flat"
 UNCLEAR = "unclear"
-VERDICTS = (U_SHAPE, DECLINE, RISE, FLAT, UNCLEAR)
 FIRST, LAST = "B − M", "E − M"
 HOLM = "Holm"
 
