@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import signal
 import subprocess
 import sys
 import time
@@ -141,7 +142,12 @@ def test_ctrl_c_inside_a_garbage_collector_callback_still_interrupts(monkeypatch
         return 0
 
     monkeypatch.setattr("needlepoint.cli.design._cmd_prepare", collected)
+    # Python's own Ctrl-C handler, whatever this process inherited (a runner may ignore SIGINT).
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     before = sys.unraisablehook
-    assert app.main(["prepare", "--out", "x"]) == 130
+    try:
+        assert app.main(["prepare", "--out", "x"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, handler)
     assert capsys.readouterr().err == "needlepoint prepare: interrupted\n"
     assert sys.unraisablehook is before  # put back when the command ends
