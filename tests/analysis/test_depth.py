@@ -239,17 +239,14 @@ def _case(case: str, high: list[int | None], low: tuple[int, ...] = (1, 1, 1)) -
 
 
 def _robustness(outcomes: list, params=None):
-    params = params or analysis_params()
-    weights = contrast_weights("ends-minus-interior", [0, 0.5, 1])
-    iv = case_interval(per_case_values(np.array(list(_grids(outcomes))), weights), params, 0)
-    decision, _ = decide(iv, params)
-    return decision, depth_robustness(outcomes, PRESENT, [60], weights, params, decision)
-
-
-def _grids(outcomes: list):
     from needlepoint.analysis.depth import _case_scores
 
-    return _case_scores(outcomes, PRESENT, [60]).values()
+    params = params or analysis_params()
+    weights = contrast_weights("ends-minus-interior", [0, 0.5, 1])
+    scores = _case_scores(outcomes, PRESENT, [60])
+    iv = case_interval(per_case_values(np.array(list(scores.values())), weights), params, 0)
+    decision, _ = decide(iv, params)
+    return decision, depth_robustness(outcomes, scores, PRESENT, [60], weights, params, decision)
 
 
 def test_integer_weights_count_the_contrast_in_integers() -> None:

@@ -249,11 +249,11 @@ def readme_text(
     for e in entrants:
         t = journal_timing(layout.run(e))
         med = ", ".join(f"{n} records {s:.1f} s" for n, s in t["median_s"].items())
-        lines = read_provenance(layout.run(e))
-        load = f"{load_text(lines, 'session_start')} → {load_text(lines, 'session_end')}"
+        prov = read_provenance(layout.run(e))
+        load = f"{load_text(prov, 'session_start')} → {load_text(prov, 'session_end')}"
         out.append(
             f"| {e.key} | {t['sessions']} | {t['span_min']:.1f} min | {med} | "
-            f"{md_text(machine_text(lines))} | {load} |"
+            f"{md_text(machine_text(prov))} | {load} |"
         )
     out += ["", "## Audit (`needlepoint audit-run`)", ""]
     for key, lines in audits.items():

@@ -166,18 +166,23 @@ def _accuracy(
 
 
 def _case_scores(
-    outcomes: Sequence[Outcome], present: Sequence[str], lengths: Sequence[int]
+    outcomes: Sequence[Outcome],
+    present: Sequence[str],
+    lengths: Sequence[int],
+    fill: dict[int, int] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Complete cases → array [similarity, length, depth] of 0/1 exact-correct answers."""
+    """Complete cases → array [similarity, length, depth] of 0/1 exact-correct answers; with
+    ``fill`` (seq → 0 or 1 for each missing cell), every case, its missing cells so scored."""
     cells: dict[str, dict[tuple[int, int, int], int]] = {}
     for o in outcomes:
-        if o.condition in present and o.valid:
+        if o.condition in present and (o.valid or fill is not None):
             key = (
                 SIMILARITIES.index(o.similarity),
                 lengths.index(o.length),
                 present.index(o.condition),
             )
-            cells.setdefault(o.case, {})[key] = int(o.status == "correct")
+            scored = int(o.status == "correct") if o.valid else fill[o.seq]  # type: ignore[index]
+            cells.setdefault(o.case, {})[key] = scored
     need = 2 * len(lengths) * len(present)
     out = {}
     for case in sorted(cells, key=_case_number):
@@ -188,6 +193,10 @@ def _case_scores(
                 grid[s, li, d] = v
             out[case] = grid
     return out
+
+
+def _case_number(case: str) -> int:
+    return int(case[1:]) if case[1:].isdigit() else 0
 
 
 def case_interval(values: np.ndarray, params: AnalysisParameters, salt: int) -> Interval:
@@ -373,31 +382,6 @@ def integer_weights(weights: Sequence[float]) -> tuple[list[int], int]:
     return [int(f * scale) for f in exact], scale
 
 
-def _filled(
-    outcomes: Sequence[Outcome],
-    present: Sequence[str],
-    lengths: Sequence[int],
-    scored: dict[int, int],
-) -> np.ndarray:
-    """Every case's grid, each missing cell scored as ``scored`` says (seq → 0 or 1)."""
-    cells: dict[str, np.ndarray] = {}
-    for o in outcomes:
-        if o.condition not in present:
-            continue
-        grid = cells.setdefault(o.case, np.zeros((2, len(lengths), len(present))))
-        key = (
-            SIMILARITIES.index(o.similarity),
-            lengths.index(o.length),
-            present.index(o.condition),
-        )
-        grid[key] = int(o.status == "correct") if o.valid else scored[o.seq]
-    return np.array([cells[c] for c in sorted(cells, key=_case_number)])
-
-
-def _case_number(case: str) -> int:
-    return int(case[1:]) if case[1:].isdigit() else 0
-
-
 def _scenario(
     kind: str,
     label: str,
@@ -419,6 +403,7 @@ def _scenario(
 
 def depth_robustness(
     outcomes: Sequence[Outcome],
+    scores: dict[str, np.ndarray],
     present: Sequence[str],
     lengths: Sequence[int],
     weights: Sequence[float],
@@ -432,10 +417,11 @@ def depth_robustness(
       together), which bounds every way of scoring them;
     - **leave one case out** (up to ``LEAVE_ONE_OUT_MAX`` cases);
     - **the exact sign-flip test** of the complete cases' values (``analysis.robustness``).
+
+    ``scores``: the complete cases' grids, as the decision read them (``_case_scores``).
     """
     if decision == UNDECIDED:
         return DepthRobustness((), (), None, "")
-    scores = _case_scores(outcomes, present, lengths)
     grids = np.array(list(scores.values()))
     missing = [o for o in outcomes if o.condition in present and not o.valid]
     cells = tuple(sorted(o.seq for o in missing))
@@ -457,8 +443,8 @@ def depth_robustness(
             assignments.setdefault(tuple(value(o) for o in missing), []).append(label)
     scenarios = []
     for key, labels in assignments.items():
-        scored = dict(zip((o.seq for o in missing), key, strict=True))
-        grid = _filled(outcomes, present, lengths, scored)
+        fill = dict(zip((o.seq for o in missing), key, strict=True))
+        grid = np.array(list(_case_scores(outcomes, present, lengths, fill).values()))
         scenarios.append(
             _scenario("missing cells", "; ".join(labels), cells,
                       per_case_values(grid, weights), params, decision)
@@ -551,5 +537,7 @@ def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
         absent=absent,
         shapes=depth_shapes(grids, present, accuracy, lengths, params),
         near_named=near_named(inp.outcomes, present),
-        robustness=depth_robustness(inp.outcomes, present, lengths, weights, params, decision),
+        robustness=depth_robustness(
+            inp.outcomes, scores, present, lengths, weights, params, decision
+        ),
     )
