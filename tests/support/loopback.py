@@ -219,6 +219,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver listens with a backlog of 5; a run with 8 requests in flight on a loaded
+    # machine can find the accept queue full, and that request never reaches the count.
+    request_queue_size = 64
     owner: LoopbackServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
