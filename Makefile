@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The inspect extra's packages whose declared python-dateutil<3 clashes with the pin (constraints.txt).
 INSPECT_NO_DEPS := inspect-ai botocore aiobotocore s3fs
 
-.PHONY: setup run test lint local local-compare mutate mutate-constants mutate-summary
+.PHONY: setup run test lint local local-compare mutate mutate-needed mutate-constants mutate-summary
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -90,6 +90,11 @@ test: lint
 MUTATE_KEEP = $(if $(KEEP)$(findstring k,$(firstword -$(MAKEFLAGS))),--keep)
 mutate: $(STAMP)
 	$(BIN)/python tools/mutate.py $(MUTATE_KEEP) $(MODULES)
+
+# Only the functions the summary lists as changed or never measured (in MODULES, or all), each
+# recorded as soon as all its mutants have a verdict: after a merge, what the move changed.
+mutate-needed: $(STAMP)
+	$(BIN)/python tools/mutate.py --needed $(MUTATE_KEEP) $(MODULES)
 
 # The shards' results files added up into docs/mutation.md.
 mutate-summary: $(STAMP)

@@ -13,6 +13,7 @@ that needs measuring, and the constants results files (docs/mutation/constants/,
 tools/mutate_constants.py) into a second table there.
 
     python tools/mutate.py [PATTERN ...] [--workers N] [--keep] [--report] [--summary] [--shards]
+    python tools/mutate.py --needed [MODULE ...] [--keep]   # what the summary says needs measuring
 
 A PATTERN is a core module (``needlepoint.run.scoring``) or a mutmut glob
 (``needlepoint.run.scoring.x_classify*``). docs/mutation.md explains the output.
@@ -49,7 +50,7 @@ from mutation_run import (
     selected,
     stage,
 )
-from mutation_shards import record_shards, summary
+from mutation_shards import needed, record_shards, summary
 
 
 def _register_name() -> str:
@@ -108,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="report the previous run again")
     parser.add_argument("--summary", action="store_true", help="add up the results files")
     parser.add_argument("--shards", action="store_true", help="list the shards (core modules)")
+    parser.add_argument(
+        "--needed",
+        action="store_true",
+        help="measure only the functions the summary leaves out (changed or never measured), "
+        "in the modules named (default: all)",
+    )
     args = parser.parse_args(argv)
     try:
         check_workers(args.workers)
@@ -120,7 +127,18 @@ def main(argv: list[str] | None = None) -> int:
             print(summary(ROOT, files, write=True))
             print(f"\n{constants_summary(ROOT, files, write=True)}")
             return 0
-        patterns = patterns_for(args.patterns, list(files))
+        if args.needed:
+            within = [f"{m}." for m in args.patterns]
+            for m in args.patterns:
+                if m not in files:
+                    raise MutateError(f"--needed takes core modules only, not {m!r}")
+            patterns = [p for p in needed(ROOT, files) if not within or p.startswith(tuple(within))]
+            if not patterns:
+                say("every function of the core is measured; nothing is needed")
+                return 0
+            say(f"{len(patterns)} functions need measuring")
+        else:
+            patterns = patterns_for(args.patterns, list(files))
         register = check(load_register(REGISTER), files)
         with lock():
             if args.report:
@@ -140,11 +158,11 @@ def main(argv: list[str] | None = None) -> int:
             result = score(outcomes, {k: e for k, e in excused.items() if k in chosen})
             result.problems = match_outcomes(register, outcomes)[1]
             if state is not None:
-                complete = {m: True for m in shards}
-                seconds = dict.fromkeys(shards, 0.0)
+                complete = {o.function: True for o in everything}
+                seconds = {o.function: 0.0 for o in everything}
                 for o in everything:
-                    complete[o.module] &= state.current(o.key, verdicts)
-                    seconds[o.module] += verdicts[o.key].duration or 0.0
+                    complete[o.function] &= state.current(o.key, verdicts)
+                    seconds[o.function] += verdicts[o.key].duration or 0.0
                 for line in record_shards(
                     ROOT,
                     files,

@@ -222,18 +222,24 @@ def record_shards(
     commit: str,
     clean: bool,
 ) -> list[str]:
-    """Write the results file of every module in ``outcomes`` that may have one; say why not.
+    """Write a results file for every module in ``outcomes`` with a function measured whole;
+    say why not. ``complete`` and ``seconds`` are by function (``o.function``).
 
-    Then delete the results files that no longer count anything (their functions are measured
-    again, or gone).
+    A module whose every function has a verdict for each of its mutants on this code gets
+    ``MODULE.json``; one where only some have (a run limited to some functions, such as
+    ``--needed``) gets ``MODULE@COMMIT.json`` holding those functions only, beside the module's
+    other files, whose functions still count. Then the results files that no longer count
+    anything (their functions are measured again, or gone) are deleted.
     """
     lines, wrote = [], False
     for module in sorted({o.module for o in outcomes}):
         mine = [o for o in outcomes if o.module == module]
+        whole = {o.function for o in mine}
+        done = {f for f in whole if complete[f]}
         name = module.removeprefix("needlepoint.")
         why = (
-            "not every mutant has a verdict on the code staged now"
-            if not complete[module]
+            "not every mutant of any function has a verdict on the code staged now"
+            if not done
             else "uncommitted changes to code or tests"
             if not clean
             else "the register fails"
@@ -243,10 +249,18 @@ def record_shards(
         if why:
             lines.append(f"{name}: no results file ({why})")
             continue
-        result = score(mine, {k: v for k, v in excused.items() if k.startswith(module + ".")})
-        record = shard_record(module, files[module], mine, result, commit, seconds[module])
-        path = root / RESULTS / f"{module}.json"
-        lines += keep_aside(root, path, set(record["functions"]), "functions")
+        mine = [o for o in mine if o.function in done]
+        mine_excused = {k: v for k, v in excused.items() if k.startswith(module + ".")}
+        result = score(mine, {o.key: mine_excused[o.key] for o in mine if o.key in mine_excused})
+        spent = sum(seconds[f] for f in done)
+        record = shard_record(module, files[module], mine, result, commit, spent)
+        if done == whole:
+            path = root / RESULTS / f"{module}.json"
+            lines += keep_aside(root, path, set(record["functions"]), "functions")
+        else:
+            path = _free(root / RESULTS / f"{module}@{commit[:10]}.json")
+            skipped = len(whole) - len(done)
+            lines.append(f"{name}: {skipped} functions not measured whole, left to other files")
         write_json(path, record)
         wrote = True
         lines.append(f"{name}: {result.score_line()} -> {path.relative_to(root)}")
@@ -255,4 +269,26 @@ def record_shards(
     return lines
 
 
-__all__ = ["DOC", "KILLED", "record_shards", "summary", "table"]
+def _free(path: Path) -> Path:
+    """``path``, or the first of ``STEM-2.json``, ``STEM-3.json``, ... not taken: a results file
+    is never overwritten by another measurement."""
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}.json")
+    return candidate
+
+
+def needed(root: Path, files: Mapping[str, Path]) -> list[str]:
+    """The functions the summary leaves out (changed since measured, or never measured), as
+    mutmut globs: ``--needed`` measures only these."""
+    res = resolution(root, files)
+    out = []
+    for c in res.changed + res.new:
+        klass, _, method = c.name.rpartition(".")
+        local = f"x\u01c1{klass}\u01c1{method}" if klass else f"x_{c.name}"
+        out.append(f"{c.module}.{local}__mutmut_*")
+    return sorted(out)
+
+
+__all__ = ["DOC", "KILLED", "needed", "record_shards", "summary", "table"]

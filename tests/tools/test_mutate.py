@@ -262,6 +262,10 @@ def test_bad_workers_and_unknown_modules_exit_2_in_one_line(
     assert capsys.readouterr().err == "mutate: --workers must be 1 or 2: the machine is shared\n"
     assert mutate.main(["needlepoint.nope", "--report"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    assert mutate.main(["--needed", "needlepoint.run.scoring.x_*"]) == 2
+    assert capsys.readouterr().err == (
+        "mutate: --needed takes core modules only, not 'needlepoint.run.scoring.x_*'\n"
+    )
 
 
 def test_a_second_run_in_the_same_checkout_is_refused(

@@ -79,11 +79,22 @@ def outcomes(tmp_path: Path, files: dict[str, Path], module: str) -> tuple[list,
     return out, excused
 
 
-def record(tmp_path: Path, files: dict, module: str, commit: str = "a", **ready: bool) -> list:
+def record(
+    tmp_path: Path,
+    files: dict,
+    module: str,
+    commit: str = "a",
+    only: set | None = None,
+    **ready: bool,
+) -> list:
+    """Record the module's made-up verdicts; ``only`` the functions measured whole (all of
+    them by default), 125 s of mutant time spread over its functions."""
     items, excused = outcomes(tmp_path, files, module)
-    complete = {module: ready.get("complete", True)}
+    names = sorted({o.function for o in items})
+    complete = {f: ready.get("complete", True) and (only is None or f in only) for f in names}
+    seconds = {f: 125.0 / len(names) for f in names}
     return shards.record_shards(
-        tmp_path, files, items, excused, [], complete, {module: 125.0}, commit * 40,
+        tmp_path, files, items, excused, [], complete, seconds, commit * 40,
         ready.get("clean", True),
     )  # fmt: skip
 
@@ -124,7 +135,10 @@ def test_a_complete_shard_records_each_function_by_name_and_source_hash(tmp_path
 @pytest.mark.parametrize(
     ("ready", "why"),
     [
-        ({"complete": False}, "not every mutant has a verdict on the code staged now"),
+        (
+            {"complete": False},
+            "not every mutant of any function has a verdict on the code staged now",
+        ),
         ({"clean": False}, "uncommitted changes to code or tests"),
     ],
 )
@@ -140,8 +154,9 @@ def test_a_shard_whose_register_entries_fail_gets_no_results_file(tmp_path: Path
     files = project(tmp_path)
     items, _ = outcomes(tmp_path, files, A)
     problem = "pkg.a.f: '    a = 1' -> '    a = 2': matches 2 mutants"
+    every = {o.function: True for o in items}
     lines = shards.record_shards(
-        tmp_path, files, items, {}, [problem], {A: True}, {A: 1.0}, "a" * 40, True
+        tmp_path, files, items, {}, [problem], every, dict.fromkeys(every, 1.0), "a" * 40, True
     )
     assert lines == ["pkg.a: no results file (the register fails)"]
 
@@ -258,6 +273,41 @@ def test_a_module_measured_again_keeps_aside_what_moved_out_of_it(tmp_path: Path
     )
     assert (tmp_path / "docs/mutation/pkg.a@aaaaaaaaaa.json").is_file()
     assert shards.summary(tmp_path, files, write=False).splitlines()[-1].startswith("Complete")
+
+
+def test_a_run_limited_to_some_functions_records_those_beside_the_modules_file(
+    tmp_path: Path,
+) -> None:
+    files = project(tmp_path)
+    record(tmp_path, files, A)
+    record(tmp_path, files, B)
+    files[A].write_text(f"{ADD}\n\n{SCALE.replace('* 2', '* 3')}")  # C.g changed
+    assert shards.needed(tmp_path, files) == ["pkg.a.x\u01c1C\u01c1g__mutmut_*"]
+    lines = record(tmp_path, files, A, commit="b", only={"pkg.a.C.g"})
+    n = counts(tmp_path, files, A)["C.g"]
+    assert lines == [
+        "pkg.a: 1 functions not measured whole, left to other files",
+        f"pkg.a: killed {n} of {n} (100.0%) -> docs/mutation/pkg.a@bbbbbbbbbb.json",
+    ]
+    saved = json.loads((tmp_path / "docs/mutation/pkg.a@bbbbbbbbbb.json").read_text())
+    assert set(saved["functions"]) == {"C.g"} and saved["mutants"] == n
+    assert saved["mutant_seconds"] == 62.5 and saved["timed_out"] == 0
+    # the module's own file still counts f; nothing is needed now, and the sum is complete
+    assert (tmp_path / "docs/mutation/pkg.a.json").is_file()
+    assert shards.needed(tmp_path, files) == []
+    rows = shards.summary(tmp_path, files, write=False).splitlines()
+    assert rows[2].startswith("| `pkg.a` | `aaaaaaaaaa` +1 | ")
+    assert rows[-1].startswith("Complete over the core at ")
+    # the same functions measured again on the same commit: a new file, none overwritten
+    again = record(tmp_path, files, A, commit="b", only={"pkg.a.C.g"})
+    assert again[1].endswith("-> docs/mutation/pkg.a@bbbbbbbbbb-2.json")
+    # of two measurements of the same code, one counts and the other is pruned
+    left = {p.name for p in (tmp_path / "docs/mutation").glob("pkg.a@*.json")}
+    gone = {"pkg.a@bbbbbbbbbb.json", "pkg.a@bbbbbbbbbb-2.json"} - left
+    assert len(left) == 1 and len(gone) == 1
+    assert again[-1] == (
+        f"deleted docs/mutation/{gone.pop()}: each of its entries is measured again or gone"
+    )
 
 
 def test_results_files_of_another_format_or_with_wrong_totals_are_refused(tmp_path: Path) -> None:
