@@ -468,3 +468,45 @@ def test_a_token_count_is_kept_only_as_an_integer_that_is_not_a_bool(
     got = OutcomeSummary.of(record)
     assert (got.prompt_tokens, got.completion_tokens) == (kept, kept)
     assert OutcomeSummary.of({"seq": 1, "usage": [count]}).prompt_tokens is None
+
+
+CONTEXT = {
+    "format": 1,
+    "prepared_dir": "../prepared",
+    "prepared_manifest_sha256": "a" * 64,
+    "prepared_files": {"plan.csv": "b" * 64},
+    "sent": [{"seq": 1, "request_sha256": "c" * 64, "time": "2026-12-01T00:00:00Z"}],
+    "journal_records": 3,
+    "journal_sha256": "d" * 64,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sent": [3]}, "ctx: field sent[0]: expected an object, found a number"),
+        (
+            {"sent": [{"seq": "1", "request_sha256": "c" * 64, "time": "t"}]},
+            "ctx: field sent[0].seq: expected an integer, found a string",
+        ),
+        (
+            {"sent": [{"seq": 1, "request_sha256": "c" * 63, "time": "t"}]},
+            "ctx: field sent[0].request_sha256: ",
+        ),
+        ({"sent": [{"seq": 1, "request_sha256": "c" * 64}]}, "ctx: field sent[0].time: "),
+        ({"prepared_files": {"plan.csv": "b"}}, "ctx: field prepared_files.plan.csv: "),
+        ({"journal_records": -1}, "ctx: field journal_records: "),
+    ],
+)
+def test_a_malformed_context_manifest_is_refused_naming_the_field(
+    change: dict, message: str
+) -> None:
+    """context_manifest.json lists every body sent; a bad entry is named down to its index and
+    field, so a reader of a tampered folder knows where to look."""
+    from needlepoint.run.records import check_context_manifest
+
+    assert check_context_manifest(dict(CONTEXT), "ctx") == CONTEXT
+    with pytest.raises(NeedlepointError) as info:
+        check_context_manifest({**CONTEXT, **change}, "ctx")
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
