@@ -232,6 +232,11 @@ def below(name: str, value: object, low: object) -> str:
         ({"declaration_sha256": SHA}, None),
         ({"declaration_sha256": "x"}, f"declaration_sha256: {NOT_SHA}"),
         ({"declaration_sha256": None}, "declaration_sha256: expected a string, found null"),
+        # written only by a run with requests in flight at once: absent means one at a time
+        ({"concurrency": 2}, None),
+        ({"concurrency": 1}, below("concurrency", 1, 2)),
+        ({"concurrency": "2"}, "concurrency: expected an integer, found a string"),
+        ({"concurrency": None}, "concurrency: expected an integer, found null"),
     ],
 )  # fmt: skip
 def test_session_fields(changes: dict, found: str | None) -> None:
