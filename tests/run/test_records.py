@@ -515,3 +515,12 @@ def test_a_malformed_context_manifest_is_refused_naming_the_field(
         check_context_manifest({**CONTEXT, **change}, "ctx")
     assert str(info.value).startswith(message)
     assert "\n" not in str(info.value)
+
+
+def test_a_stop_record_keeps_its_journal_line_number_time_reason_and_detail() -> None:
+    """Readers fold stop records by journal line (``n``) and say why each session ended."""
+    from needlepoint.run.records import StopRecord
+
+    record = {**VALID["stop"], "n": 7, "reason": "http_429", "detail": "rate limited"}
+    stop = StopRecord.of(record)
+    assert stop == StopRecord(n=7, time=TIME, reason="http_429", detail="rate limited")
