@@ -541,3 +541,24 @@ def test_the_monte_carlo_draw_is_uint32_indices_of_scipys_stream() -> None:
     drawn = resample_indices(7, 50, 3)
     assert drawn.dtype == np.uint32 and drawn.shape == (50, 7)
     np.testing.assert_array_equal(drawn, np.random.default_rng(3).integers(0, 7, (50, 7)))
+
+
+def test_the_exact_span_limit_refuses_at_its_boundary_and_enumerates_just_below() -> None:
+    """MAX_EXACT_SPAN bounds the polynomial (one integer per reachable sum): n × span reaching
+    2**20 is refused, one below it is enumerated."""
+    lowest, weights = integer_sum_weights(np.array([[0, 2**19 - 1]]))
+    assert lowest == 0 and weights.shape == (1, 2**20 - 1) and int(weights.sum()) == 4
+    assert weights[0, [0, 2**19 - 1, 2**20 - 2]].tolist() == [1, 2, 1]
+    with pytest.raises(ValueError, match=r"^exact enumeration: numerators from 0 to 524288 span"):
+        integer_sum_weights(np.array([[0, 2**19]]))
+
+
+def test_numerators_are_read_as_floats_checked_then_kept_as_int64() -> None:
+    """Values are read as floats first, so an integer beyond int64 is refused by the exactness
+    check rather than by numpy, and the numerators kept are int64, so every sum is an integer."""
+    from needlepoint.analysis.bootstrap import _numerators
+
+    with pytest.raises(ValueError, match=r"^bootstrap numerators too large for exact resample"):
+        percentile_interval([2**70])
+    kept = _numerators([3, -2, 0])
+    assert kept.dtype == np.int64 and kept.tolist() == [3, -2, 0]

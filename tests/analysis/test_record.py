@@ -176,3 +176,26 @@ def test_fields_added_later_read_as_none_and_are_written_back_absent(later: str)
     assert run.unverified is None and run.to_plain() == {"journal_sha256": None, "source": "s"}
     marked = {"journal_sha256": None, "source": "s", "unverified": "why"}
     assert RunRef.from_plain(marked, "run").to_plain() == marked
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"1": 3}, "rows[0].condition: missing"),
+        ({"condition": "A", "x": 1}, "rows[0]: position keys must be numbers, got ['x']"),
+        ({"condition": 3, "1": 2}, "rows[0].condition: expected str, got 3"),
+        ({"condition": "A", "1": "x"}, "rows[0].1: expected int, got 'x'"),
+    ],
+)
+def test_a_malformed_position_row_is_refused_in_one_line_naming_where(
+    value: dict, message: str
+) -> None:
+    """analysis.json's valid-by-position rows keep their positions as keys beside the condition,
+    so the reader checks them by hand: each refusal names the row and the field."""
+    from needlepoint.analysis.record import PositionRow
+
+    with pytest.raises(NeedlepointError) as info:
+        PositionRow.from_plain(value, "rows[0]")
+    assert str(info.value) == message
+    row = {"condition": "A", "1": 2, "2": 0}
+    assert PositionRow.from_plain(row, "rows[0]").to_plain() == row

@@ -376,3 +376,17 @@ def test_hostile_options_load_or_fail_in_one_line(
         return
     assert protocol["conditions"][-1] == "A"
     assert protocol["orders"] == positions.williams_orders(protocol["conditions"])
+
+
+@pytest.mark.parametrize("placement", ["fixed", "around-target"])
+def test_a_background_records_its_own_near_slots_only_where_they_are_fixed(
+    tmp_path: Path, placement: str
+) -> None:
+    """Under around-target the near names follow each condition's target, so a background has
+    no slots of its own; under fixed placement it holds the fixed slots of its length."""
+    from needlepoint.design.generate import generate_cases, near_slots
+
+    cases = generate_cases(load(tmp_path, small(placement)))
+    slots = {bg.slots for case in cases for bg in case.backgrounds}
+    assert slots == ({near_slots(24)} if placement == "fixed" else {()})
+    assert near_slots(24) != ()

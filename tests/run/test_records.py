@@ -232,6 +232,11 @@ def below(name: str, value: object, low: object) -> str:
         ({"declaration_sha256": SHA}, None),
         ({"declaration_sha256": "x"}, f"declaration_sha256: {NOT_SHA}"),
         ({"declaration_sha256": None}, "declaration_sha256: expected a string, found null"),
+        # written only by a run with requests in flight at once: absent means one at a time
+        ({"concurrency": 2}, None),
+        ({"concurrency": 1}, below("concurrency", 1, 2)),
+        ({"concurrency": "2"}, "concurrency: expected an integer, found a string"),
+        ({"concurrency": None}, "concurrency: expected an integer, found null"),
     ],
 )  # fmt: skip
 def test_session_fields(changes: dict, found: str | None) -> None:
@@ -468,3 +473,54 @@ def test_a_token_count_is_kept_only_as_an_integer_that_is_not_a_bool(
     got = OutcomeSummary.of(record)
     assert (got.prompt_tokens, got.completion_tokens) == (kept, kept)
     assert OutcomeSummary.of({"seq": 1, "usage": [count]}).prompt_tokens is None
+
+
+CONTEXT = {
+    "format": 1,
+    "prepared_dir": "../prepared",
+    "prepared_manifest_sha256": "a" * 64,
+    "prepared_files": {"plan.csv": "b" * 64},
+    "sent": [{"seq": 1, "request_sha256": "c" * 64, "time": "2026-12-01T00:00:00Z"}],
+    "journal_records": 3,
+    "journal_sha256": "d" * 64,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sent": [3]}, "ctx: field sent[0]: expected an object, found a number"),
+        (
+            {"sent": [{"seq": "1", "request_sha256": "c" * 64, "time": "t"}]},
+            "ctx: field sent[0].seq: expected an integer, found a string",
+        ),
+        (
+            {"sent": [{"seq": 1, "request_sha256": "c" * 63, "time": "t"}]},
+            "ctx: field sent[0].request_sha256: ",
+        ),
+        ({"sent": [{"seq": 1, "request_sha256": "c" * 64}]}, "ctx: field sent[0].time: "),
+        ({"prepared_files": {"plan.csv": "b"}}, "ctx: field prepared_files.plan.csv: "),
+        ({"journal_records": -1}, "ctx: field journal_records: "),
+    ],
+)
+def test_a_malformed_context_manifest_is_refused_naming_the_field(
+    change: dict, message: str
+) -> None:
+    """context_manifest.json lists every body sent; a bad entry is named down to its index and
+    field, so a reader of a tampered folder knows where to look."""
+    from needlepoint.run.records import check_context_manifest
+
+    assert check_context_manifest(dict(CONTEXT), "ctx") == CONTEXT
+    with pytest.raises(NeedlepointError) as info:
+        check_context_manifest({**CONTEXT, **change}, "ctx")
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+def test_a_stop_record_keeps_its_journal_line_number_time_reason_and_detail() -> None:
+    """Readers fold stop records by journal line (``n``) and say why each session ended."""
+    from needlepoint.run.records import StopRecord
+
+    record = {**VALID["stop"], "n": 7, "reason": "http_429", "detail": "rate limited"}
+    stop = StopRecord.of(record)
+    assert stop == StopRecord(n=7, time=TIME, reason="http_429", detail="rate limited")

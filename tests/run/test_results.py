@@ -439,3 +439,30 @@ def test_a_prepared_file_edited_after_the_run_is_refused(prepared_copy, tmp_path
         derive(run)
     named = run / "../prepared/answer_key.jsonl"  # as run.json names it, relative to the run
     assert str(refused.value) == f"{named}: differs from manifest.json (edited?)"
+
+
+def test_answer_bytes_blank_the_run_specific_cells_and_read_the_prepared_folder_given(
+    run, reference_dir, tmp_path
+):
+    """Two runs that received the same answers compare equal through ``answer_bytes``: the
+    latency and the journal's hash differ between them, so those cells, and only those, are
+    emptied; a prepared folder given explicitly is the one read."""
+    from needlepoint.run.results import RUN_SPECIFIC_COLUMNS, answer_bytes
+
+    write_results(run)
+    full = read_csv(run / "results.csv")
+    blanked = list(csv.DictReader(io.StringIO(answer_bytes(run).decode("utf-8"))))
+    assert len(blanked) == len(full) > 0
+    for whole, kept in zip(full, blanked, strict=True):
+        assert all(kept[c] == "" for c in RUN_SPECIFIC_COLUMNS)
+        assert {k: v for k, v in kept.items() if k not in RUN_SPECIFIC_COLUMNS} == {
+            k: v for k, v in whole.items() if k not in RUN_SPECIFIC_COLUMNS
+        }
+    assert any(whole["journal_sha256"] for whole in full)
+    # run.json names its prepared folder by a relative path: a deeper copy loses it
+    import shutil
+
+    moved = shutil.copytree(run, tmp_path / "deeper" / "still" / "run")
+    with pytest.raises(NeedlepointError):
+        answer_bytes(moved)
+    assert answer_bytes(moved, reference_dir) == answer_bytes(run)

@@ -117,23 +117,29 @@ def _cmd_local_pipeline(args: argparse.Namespace) -> int:
 def _register_pipeline(sub: argparse._SubParsersAction) -> None:
     """Add the local-pipeline command."""
     p = command(sub, "local-pipeline", _cmd_local_pipeline)
-    p.add_argument("--label", required=True, help="evidence folder label, e.g. local-smollm2")
-    p.add_argument(
-        "--protocol",
-        default="protocols/local-smollm2.json",
-        metavar="FILE",
-        help="protocol file to prepare and run (default: %(default)s)",
-    )
+    _evidence_folder_flags(p, "local-smollm2", "protocol file to prepare and run", "today")
     p.add_argument("--model", default="smollm2", help="packaged model key or alias")
     p.add_argument("--n-ctx", type=n_ctx, help="server context size (default: the model's window)")
     p.add_argument("--timeout-s", type=seconds, default=300.0, help="per-request timeout")
+
+
+def _evidence_folder_flags(p: argparse.ArgumentParser, label: str, what: str, date: str) -> None:
+    """``--label``, ``--protocol``, ``--evidence-root`` and ``--date``: the evidence folder
+    ``<date>-<label>/`` a local command writes, and the protocol (``protocols/LABEL.json``)."""
+    p.add_argument("--label", required=True, help=f"evidence folder label, e.g. {label}")
+    p.add_argument(
+        "--protocol",
+        default=f"protocols/{label}.json",
+        metavar="FILE",
+        help=f"{what} (default: %(default)s)",
+    )
     p.add_argument(
         "--evidence-root",
         default="evidence",
         metavar="DIR",
         help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/)",
     )
-    p.add_argument("--date", help="YYYYMMDD for the folder name (default: today)")
+    p.add_argument("--date", help=f"YYYYMMDD for the folder name (default: {date})")
 
 
 def _cmd_local_compare(args: argparse.Namespace) -> int:
@@ -199,12 +205,11 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
     from needlepoint.local.compare import DEFAULT_N_CTX
 
     p = command(sub, "local-compare", _cmd_local_compare)
-    p.add_argument("--label", required=True, help="evidence folder label, e.g. local-compare")
-    p.add_argument(
-        "--protocol",
-        default="protocols/local-compare.json",
-        metavar="FILE",
-        help="protocol file of the design both models run (default: %(default)s)",
+    _evidence_folder_flags(
+        p,
+        "local-compare",
+        "protocol file of the design both models run",
+        "the existing folder of this label, or today",
     )
     p.add_argument(
         "--models",
@@ -224,16 +229,6 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
         default=300.0,
         help="least per-request timeout; a run uses 4x its longest prompt's measured time "
         "when that is longer (recorded in run.json)",
-    )
-    p.add_argument(
-        "--evidence-root",
-        default="evidence",
-        metavar="DIR",
-        help="folder the evidence folder <date>-<label>/ is created in (default: %(default)s/)",
-    )
-    p.add_argument(
-        "--date",
-        help="YYYYMMDD of the folder (default: the existing folder of this label, or today)",
     )
     p.add_argument(
         "--no-notebooks", action="store_true", help="analyse and compare without the notebooks"
@@ -282,21 +277,10 @@ def _cmd_local_pilot(args: argparse.Namespace) -> int:
     `needlepoint pilot` against a packaged model on 127.0.0.1: the token check runs before the first
     request, and the server's facts go into run.json.
     """
-    from needlepoint.cli.pilot import parse_ints, pilot_record, report_pilot
+    from needlepoint.cli.pilot import pilot_command
     from needlepoint.local.live import run_local_pilot
 
-    records, check = pilot_record(args)
-    result = run_local_pilot(
-        args.protocol,
-        args.out,
-        parse_ints("--lengths", args.lengths),
-        args.cases,
-        _serving(args),
-        version=args.version,
-        records=records,
-        check=check,
-    )
-    return report_pilot(args.out, result)
+    return pilot_command(args, run_local_pilot, lambda: _serving(args))
 
 
 def _cmd_local_run(args: argparse.Namespace) -> int:

@@ -83,14 +83,21 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
     """
     from needlepoint.pilot.folder import run_pilot
 
+    return pilot_command(args, run_pilot, lambda: run_options(args))
+
+
+def pilot_command(args: argparse.Namespace, run: Callable[..., Any], how: Callable[[], Any]) -> int:
+    """The one body of ``pilot`` and ``local-pilot``: what is on record, then ``run`` (the pilot,
+    or the pilot against a packaged model) with what ``how`` builds from the flags, then the
+    report."""
     lengths = parse_ints("--lengths", args.lengths)
     records, check = pilot_record(args)
-    result = run_pilot(
+    result = run(
         args.protocol,
         args.out,
         lengths,
         args.cases,
-        run_options(args),
+        how(),
         version=args.version,
         records=records,
         check=check,

@@ -56,8 +56,6 @@ from needlepoint.run.clock import iso_utc
 from needlepoint.run.folder import CONTEXT_NAME, RUN_NAME, write_context_manifest, write_run_record
 from needlepoint.run.journal import HEAD_NAME, JOURNAL_NAME, Journal
 from needlepoint.run.records import (
-    RUN_FORMAT,
-    RUN_KIND,
     CostRecord,
     RunRecord,
     SessionRecord,
@@ -65,8 +63,9 @@ from needlepoint.run.records import (
     received_fields,
 )
 from needlepoint.run.results import RESULTS_NAME, write_results
+from needlepoint.run.runner import prepared_fields
 from needlepoint.run.transport import Exchange
-from needlepoint.safeio import relative_path, replaced_folder, write_bytes_atomic
+from needlepoint.safeio import replaced_folder, write_bytes_atomic
 
 IMPORT_NAME = "import.json"
 IMPORT_MD = "import.md"
@@ -425,15 +424,10 @@ def _write_run(
 ) -> None:
     created = iso_utc(outcomes[0][0]) if outcomes and outcomes[0][0] else iso_utc(0.0)
     run = RunRecord(
-        format=RUN_FORMAT,
-        kind=RUN_KIND,
+        **prepared_fields(prepared, out),
         created=created,
         simulation=False,
         simulate=None,
-        prepared_dir=relative_path(prepared.root, out),
-        prepared_fingerprint=prepared.fingerprint,
-        protocol_id=prepared.protocol.get("protocol_id"),
-        protocol_version=prepared.protocol.get("version"),
         model=record.model,
         base_url=head.model_base_url,
         api_key_env=None,
@@ -444,7 +438,6 @@ def _write_run(
         timeout_s=0.0,
         deadline_s=0.0,
         cost=CostRecord(input_rate=None, output_rate=None, cap=None),
-        package_version=needlepoint.__version__,
         extra={
             "source": record.source,
             "executed_elsewhere": True,
@@ -453,8 +446,6 @@ def _write_run(
             "inspect_model": head.model,
             "import": IMPORT_NAME,
         },
-        design_fingerprint=record.design_fingerprint,
-        body_profile="chat",
     )
     run_sha = write_run_record(fresh, run)
     unknown = prepared.protocol.get("unknown", "UNKNOWN")

@@ -150,7 +150,8 @@ def load_frozen_plan(run_dir: Path, run: RunRecord, prepared_dir: str | Path | N
             f"{root}: manifest fingerprint differs from {run_dir / RUN_NAME}: "
             "not the prepared folder this run used"
         )
-    for name, sha in sorted(prepared.manifest.get("files", {}).items()):
+    # load_prepared checked manifest.json against its schema, which requires the files map.
+    for name, sha in sorted(prepared.manifest["files"].items()):
         if (root / name).exists() and file_sha256(root / name) != sha:
             raise NeedlepointError(f"{root / name}: differs from manifest.json (edited?)")
     return prepared

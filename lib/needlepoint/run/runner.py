@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import needlepoint
+from needlepoint.design.prepared import Prepared
 from needlepoint.design.profiles import ENDPOINTS, body_profile
 from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
@@ -642,6 +643,23 @@ def _session(
     )
 
 
+def prepared_fields(p: Prepared, run_dir: Path) -> dict[str, Any]:
+    """The run.json fields that the prepared folder fixes, whoever executed the run (this runner
+    or an imported inspect log): the format, the package, where the folder is from the run, and
+    the protocol and design it froze."""
+    return {
+        "format": RUN_FORMAT,
+        "kind": RUN_KIND,
+        "package_version": needlepoint.__version__,
+        "prepared_dir": relative_path(p.root, run_dir),
+        "prepared_fingerprint": p.fingerprint,
+        "protocol_id": p.protocol.get("protocol_id"),
+        "protocol_version": p.protocol.get("version"),
+        "design_fingerprint": design_fingerprint(p.protocol),
+        "body_profile": body_profile(p.protocol),
+    }
+
+
 def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
     """The run.json record for checked settings ``s``.
 
@@ -659,15 +677,10 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
             fault_cycle=FAULT_CYCLE if s.simulate == "faulty" else None,
         )
     return RunRecord(
-        format=RUN_FORMAT,
-        kind=RUN_KIND,
+        **prepared_fields(p, run_dir),
         created=created,
         simulation=s.simulation,
         simulate=sim,
-        prepared_dir=relative_path(p.root, run_dir),
-        prepared_fingerprint=p.fingerprint,
-        protocol_id=p.protocol.get("protocol_id"),
-        protocol_version=p.protocol.get("version"),
         model=s.model,
         base_url=s.base_url,
         api_key_env=s.api_key_env,
@@ -678,10 +691,7 @@ def build_run_record(s: Settings, created: str, run_dir: Path) -> RunRecord:
         timeout_s=s.timeout_s,
         deadline_s=s.deadline_s,
         cost=CostRecord(input_rate=s.input_rate, output_rate=s.output_rate, cap=s.cost_cap),
-        package_version=needlepoint.__version__,
         extra=dict(s.run_meta),
-        design_fingerprint=design_fingerprint(p.protocol),
-        body_profile=body_profile(p.protocol),
         allow_insecure_http=True if s.allow_insecure_http else None,
         declaration=None
         if s.declaration is None
