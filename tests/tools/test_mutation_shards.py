@@ -99,6 +99,14 @@ def record(
     )  # fmt: skip
 
 
+def both_measured(tmp_path: Path) -> dict[str, Path]:
+    """The project with pkg.a and pkg.b each measured whole at commit ``a``."""
+    files = project(tmp_path)
+    record(tmp_path, files, A)
+    record(tmp_path, files, B)
+    return files
+
+
 def counts(tmp_path: Path, files: dict, module: str) -> dict[str, int]:
     path = files[module]
     rel = path.relative_to(tmp_path).as_posix()
@@ -185,9 +193,7 @@ def test_the_summary_labels_a_partial_sum_and_names_each_function_not_measured(
 
 
 def test_the_sum_over_every_function_is_complete_over_the_core(tmp_path: Path) -> None:
-    files = project(tmp_path)
-    record(tmp_path, files, A)
-    record(tmp_path, files, B)
+    files = both_measured(tmp_path)
     total = sum(counts(tmp_path, files, A).values()) + sum(counts(tmp_path, files, B).values())
     rows = shards.summary(tmp_path, files, write=False).splitlines()
     score = f"{100 * (total - 2) / (total - 1):.1f}%"
@@ -203,9 +209,7 @@ def test_the_sum_over_every_function_is_complete_over_the_core(tmp_path: Path) -
 def test_a_function_moved_unchanged_into_another_module_keeps_its_measurement(
     tmp_path: Path,
 ) -> None:
-    files = project(tmp_path)
-    record(tmp_path, files, A)
-    record(tmp_path, files, B)
+    files = both_measured(tmp_path)
     before = shards.summary(tmp_path, files, write=False).splitlines()
     # pkg.a merged into pkg.b, in another order and at another place: only_mutate names pkg.b.
     (tmp_path / "lib/pkg/a.py").unlink()
@@ -219,9 +223,7 @@ def test_a_function_moved_unchanged_into_another_module_keeps_its_measurement(
 def test_a_changed_function_needs_a_re_measure_and_a_comment_or_docstring_does_not(
     tmp_path: Path,
 ) -> None:
-    files = project(tmp_path)
-    record(tmp_path, files, A)
-    record(tmp_path, files, B)
+    files = both_measured(tmp_path)
     commented = ADD.replace("Add one", "Add 1").replace("b - 1", "b - 1  # the larger, less one")
     files[A].write_text(f"{commented}\n\n{SCALE.replace('* 2', '* 3')}")
     text = shards.summary(tmp_path, files, write=True)
@@ -237,9 +239,7 @@ def test_a_changed_function_needs_a_re_measure_and_a_comment_or_docstring_does_n
 def test_a_function_gone_is_named_and_a_file_that_counts_nothing_is_pruned(
     tmp_path: Path,
 ) -> None:
-    files = project(tmp_path)
-    record(tmp_path, files, A)
-    record(tmp_path, files, B)
+    files = both_measured(tmp_path)
     files[A].write_text(ADD)  # C.g deleted
     text = shards.summary(tmp_path, files, write=False)
     assert text.endswith("Measured but no longer in the core (1): pkg.a.C.g.")
@@ -261,9 +261,7 @@ def test_a_function_gone_is_named_and_a_file_that_counts_nothing_is_pruned(
 
 
 def test_a_module_measured_again_keeps_aside_what_moved_out_of_it(tmp_path: Path) -> None:
-    files = project(tmp_path)
-    record(tmp_path, files, A)
-    record(tmp_path, files, B)
+    files = both_measured(tmp_path)
     files[A].write_text(ADD)  # C moved from pkg.a to pkg.b
     files[B].write_text(f"{OTHER}\n\n{SCALE}")
     lines = record(tmp_path, files, A, commit="b")
@@ -278,9 +276,7 @@ def test_a_module_measured_again_keeps_aside_what_moved_out_of_it(tmp_path: Path
 def test_a_run_limited_to_some_functions_records_those_beside_the_modules_file(
     tmp_path: Path,
 ) -> None:
-    files = project(tmp_path)
-    record(tmp_path, files, A)
-    record(tmp_path, files, B)
+    files = both_measured(tmp_path)
     files[A].write_text(f"{ADD}\n\n{SCALE.replace('* 2', '* 3')}")  # C.g changed
     assert shards.needed(tmp_path, files) == ["pkg.a.x\u01c1C\u01c1g__mutmut_*"]
     lines = record(tmp_path, files, A, commit="b", only={"pkg.a.C.g"})
