@@ -1082,3 +1082,21 @@ def test_the_time_to_go_is_a_lower_bound_from_latency_and_gap() -> None:
     assert clock_text(3725) == "1:02:05" and clock_text(59.6) == "1:00"
     bar.mode = "deterministic"  # no times in a deterministic display
     assert bar.eta(20) == ""
+
+
+@pytest.mark.parametrize("mode", ["faulty", "perfect"])
+def test_run_json_names_the_fault_cycle_only_of_a_faulty_simulation(
+    reference_dir: Path, tmp_path: Path, mode: str
+) -> None:
+    """A faulty simulation's failures follow a fixed cycle, recorded in run.json so a reader
+    can tell its failures were injected; no other run names one."""
+    from needlepoint.run.folder import read_run_record
+    from needlepoint.run.options import RunOptions
+    from needlepoint.run.runner import run_protocol
+    from needlepoint.run.simulate import FAULT_CYCLE
+
+    run = tmp_path / "run"
+    run_protocol(reference_dir, run, RunOptions(allow=2, simulate=mode, progress="off"))
+    simulate = read_run_record(run).simulate
+    assert simulate is not None and simulate.mode == mode
+    assert simulate.fault_cycle == (FAULT_CYCLE if mode == "faulty" else None)
