@@ -1085,7 +1085,7 @@ def test_the_time_to_go_is_a_lower_bound_from_latency_and_gap() -> None:
 
 
 @pytest.mark.parametrize("mode", ["faulty", "perfect"])
-def test_run_json_names_the_fault_cycle_only_of_a_faulty_simulation(
+def test_run_json_names_the_fault_cycle_only_of_a_faulty_simulation_and_the_prices_given(
     reference_dir: Path, tmp_path: Path, mode: str
 ) -> None:
     """A faulty simulation's failures follow a fixed cycle, recorded in run.json so a reader
@@ -1096,7 +1096,10 @@ def test_run_json_names_the_fault_cycle_only_of_a_faulty_simulation(
     from needlepoint.run.simulate import FAULT_CYCLE
 
     run = tmp_path / "run"
-    run_protocol(reference_dir, run, RunOptions(allow=2, simulate=mode, progress="off"))
-    simulate = read_run_record(run).simulate
-    assert simulate is not None and simulate.mode == mode
-    assert simulate.fault_cycle == (FAULT_CYCLE if mode == "faulty" else None)
+    rates = {"input_rate": 0.5, "output_rate": 1.5, "cost_cap": 2.0}
+    run_protocol(reference_dir, run, RunOptions(allow=2, simulate=mode, progress="off", **rates))
+    record = read_run_record(run)
+    assert record.simulate is not None and record.simulate.mode == mode
+    assert record.simulate.fault_cycle == (FAULT_CYCLE if mode == "faulty" else None)
+    # and the prices the run was given, each in its own field
+    assert (record.cost.input_rate, record.cost.output_rate, record.cost.cap) == (0.5, 1.5, 2.0)
