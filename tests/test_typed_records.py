@@ -30,6 +30,7 @@ ALLOWED = {
     ("analysis.depth.power", "depth_power_grid", "protocol"): "the protocol",
     ("analysis.power", "power_grid", "protocol"): "the protocol",
     ("analysis.power", "power_row", "return"): "one power.csv row (a pandas row)",
+    ("run.runner", "prepared_fields", "return"): "RunRecord's keyword arguments, spread into it",
     ("analysis.power", "power_bytes", "protocol"): "the protocol",
     ("analysis.power", "check_size", "protocol"): "the protocol",
     ("analysis.power", "power_work", "protocol"): "the protocol",
