@@ -61,9 +61,13 @@ def test_next_int_in_range(seed: int, bound: int) -> None:
 @pytest.mark.skipif(shutil.which("javac") is None, reason="javac not on PATH: live Java check")
 def test_live_java_oracle(tmp_path: Path) -> None:
     shutil.copy(DATA / "JavaOracle.java", tmp_path)
-    subprocess.run(["javac", "JavaOracle.java"], cwd=tmp_path, check=True, timeout=120)
+    # Small fixed heaps: under make mutate every process is capped at 4 GiB of address space,
+    # and a JVM that sizes its reservations from the machine's memory can fail to start there.
+    subprocess.run(
+        ["javac", "-J-Xmx256m", "JavaOracle.java"], cwd=tmp_path, check=True, timeout=120
+    )
     out = subprocess.run(
-        ["java", "-cp", ".", "JavaOracle"],
+        ["java", "-Xmx64m", "-cp", ".", "JavaOracle"],
         cwd=tmp_path,
         check=True,
         capture_output=True,
