@@ -701,3 +701,101 @@ def test_without_any_token_count_the_prompt_characters_are_given(prepared: Prepa
 def test_the_endpoint_is_named_by_its_host_alone(prepared: Prepared, url, host) -> None:
     c = run_context(prepared, make_input(prepared).outcomes, [], url)
     assert c.endpoint_host == host and c.sessions == 0 and c.first_date is None
+
+
+# --- the results.csv reader: each refusal names the file, the line and the field ----------------
+
+HEADER = ",".join(RESULT_COLUMNS) + "\n"
+ROW = ",".join(["x"] * len(RESULT_COLUMNS)) + "\n"
+
+
+def read_all(path: Path) -> list[tuple[int, dict[str, str]]]:
+    from needlepoint.analysis.inputs import read_results_csv
+
+    return list(read_results_csv(path))
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(NeedlepointError) as caught:
+        read_all(path)
+    return str(caught.value)
+
+
+def test_a_results_table_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
+    assert refusal(tmp_path / "none.csv") == f"{tmp_path / 'none.csv'}: file not found"
+    (tmp_path / "dir.csv").mkdir()
+    assert refusal(tmp_path / "dir.csv").startswith(f"{tmp_path / 'dir.csv'}: ")
+
+
+def test_a_results_table_named_through_a_link_is_read(tmp_path: Path) -> None:
+    (tmp_path / "real.csv").write_text(HEADER + ROW, encoding="utf-8")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "real.csv")
+    assert [n for n, _ in read_all(tmp_path / "link.csv")] == [2]
+
+
+def test_a_line_past_the_limit_is_refused_by_its_number_and_one_at_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import needlepoint.analysis.inputs as inputs
+
+    width = len(ROW)  # a row's line, newline included, is exactly the limit
+    monkeypatch.setattr(inputs, "MAX_LINE_CHARS", max(width, len(HEADER)))
+    at_limit = ROW if width >= len(HEADER) else ROW[:-1] + "x" * (len(HEADER) - width) + "\n"
+    path = tmp_path / "r.csv"
+    path.write_text(HEADER + at_limit + at_limit, encoding="utf-8")
+    assert [n for n, _ in read_all(path)] == [2, 3]
+    path.write_text(HEADER + at_limit + at_limit[:-1] + "y\n", encoding="utf-8")
+    limit = inputs.MAX_LINE_CHARS
+    assert refusal(path) == f"{path}:3: a line longer than {limit} characters (not read)"
+
+
+def test_an_empty_table_or_a_repeated_column_is_refused_at_line_1(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"")
+    assert refusal(path) == f"{path}:1: empty file, expected a header row"
+    path.write_text(HEADER.rstrip("\n") + ",seq\n", encoding="utf-8")
+    assert refusal(path) == f"{path}:1: field seq: unexpected or repeated column"
+
+
+def test_a_row_with_a_field_too_many_names_the_last_column(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text(HEADER + ROW + ROW.rstrip("\n") + ",extra\n", encoding="utf-8")
+    n = len(RESULT_COLUMNS)
+    assert refusal(path) == (
+        f"{path}:3: field {RESULT_COLUMNS[-1]}: row has {n + 1} fields, header has {n}"
+    )
+
+
+def test_a_table_that_is_not_utf8_or_not_csv_is_refused_naming_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import csv
+
+    import needlepoint.analysis.inputs as inputs
+
+    path = tmp_path / "r.csv"
+    path.write_bytes((HEADER + ROW).encode() + b"\xff\n")
+    assert refusal(path) == f"{path}: not UTF-8 (invalid start byte)"
+    # A field past the field limit is malformed CSV, named at the line the reader reached.
+    before = csv.field_size_limit()
+    limit = max(map(len, RESULT_COLUMNS))  # the header's names still fit
+    monkeypatch.setattr(inputs, "RESULTS_FIELD_LIMIT", limit)
+    try:
+        csv.field_size_limit(limit)
+        long = '"' + "y" * (limit + 1) + '"'
+        path.write_text(HEADER + ROW + long + ROW[1:], encoding="utf-8")
+        assert refusal(path) == (
+            f"{path}:3: malformed CSV (field larger than field limit ({limit}))"
+        )
+    finally:
+        csv.field_size_limit(before)
+
+
+def test_an_answer_s_own_line_breaks_are_read_back_as_written(tmp_path: Path) -> None:
+    """A quoted field keeps a CR LF inside an answer: no newline translation."""
+    path = tmp_path / "r.csv"
+    i = RESULT_COLUMNS.index("response_text")
+    values = ["x"] * len(RESULT_COLUMNS)
+    values[i] = '"a\r\nb\rc"'
+    path.write_bytes((HEADER + ",".join(values) + "\n").encode())
+    assert read_all(path)[0][1]["response_text"] == "a\r\nb\rc"

@@ -1107,3 +1107,26 @@ def test_the_power_table_is_simulated_under_the_prepared_protocol(tmp_path: Path
     assert power != float(power_grid(MODEL, study)["power"].iloc[0])
     lines = sensitivity_lines(MODEL, study, prepared=folder)
     assert any(line.startswith(f"  0.50   {power:.3f} ± ") for line in lines), lines
+
+
+def test_power_work_counts_each_case_s_requests_and_resamples() -> None:
+    """Per case and simulation: two similarities x four conditions per length, plus one
+    operation per bootstrap resample; times the effects and the cases of every design."""
+    protocol = reference_protocol()
+    resamples = int(AnalysisParameters.of(protocol).bootstrap_resamples)
+    study = PowerStudy(cases=(4, 8), simulations=10, effects=(0.1, 0.2, 0.3))
+    per_case = len(protocol["lengths"]) * 2 * 4 + resamples
+    assert power.power_work(study, protocol) == 3 * 10 * 12 * per_case
+
+
+def test_check_size_takes_a_study_of_exactly_the_work_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    protocol = reference_protocol()
+    study = PowerStudy(cases=(4,), simulations=10)
+    work = power.power_work(study, protocol)
+    monkeypatch.setattr(power, "MAX_POWER_WORK", work)
+    check_size(study, protocol)  # at the limit: allowed
+    monkeypatch.setattr(power, "MAX_POWER_WORK", work - 1)
+    with pytest.raises(NeedlepointError, match="case-operations"):
+        check_size(study, protocol)

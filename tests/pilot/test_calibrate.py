@@ -504,9 +504,16 @@ def test_a_depth_calibration_that_misses_power_writes_the_declared_descriptive_c
     rec = result.record
     assert rec.verdict == cr.DESCRIPTIVE and rec.recommended_cases == 6
     assert result.protocol is not None and result.protocol["cases"] == 6
-    assert "descriptive, underpowered" in result.protocol["description"]
+    assert result.protocol["description"].endswith(
+        ": descriptive, underpowered: lengths 12, 24, 6 cases"
+    )
     at = next(r for r in rec.power_table if r.cases == 6)
-    assert f"power {at.power:.3f} at effect 0.25" in rec.reason
+    # why the power was not reached, then what the declared count has
+    assert rec.reason.startswith("no multiple of 6 up to 12 cases reaches 99% power")
+    assert rec.reason.endswith(
+        f"; the declared descriptive count, 6 cases, has power {at.power:.3f} at effect 0.25: "
+        "its decision is reported, underpowered"
+    )
     assert rec.rules.descriptive_cases == 6
     head = "DESCRIPTIVE (power not reached): v7"
     assert any(line.startswith(head) for line in calibration_lines(rec))
@@ -519,3 +526,88 @@ def test_a_depth_calibration_that_misses_power_writes_the_declared_descriptive_c
     for bad in (5, 18):  # not a multiple of the six orders; above the search bound of 12
         with pytest.raises(NeedlepointError, match=f"--descriptive-cases {bad}: must be"):
             calibrate(depth_pilot, CalibrationOptions(**strict, descriptive_cases=bad))
+
+
+def _with_status(inp, status: str, *, condition: str, similarity: str):
+    """The pilot's outcomes with every answer of one cell given ``status``."""
+    changed = tuple(
+        replace(o, status=status) if (o.condition, o.similarity) == (condition, similarity) else o
+        for o in inp.outcomes
+    )
+    return replace(inp, outcomes=changed)
+
+
+def test_a_depth_pilot_without_a_needed_rate_says_which_and_where(depth_pilot: Path) -> None:
+    _, design, inp = cr.load_pilot(depth_pilot)
+    lengths = (12, 60)  # the pilot ran 12 only: the reason names what was asked for
+    no_low = _with_status(inp, "protocol_failure", condition="D0.5", similarity="low")
+    assert cr.pilot_depth_model(no_low, lengths, design) == (
+        "no valid D0.5 answer under low similarity at lengths 12, 60"
+    )
+    # A has weight 0 in the contrast, but its high-similarity rate is still needed.
+    no_high_a = _with_status(inp, "protocol_failure", condition="A", similarity="high")
+    assert cr.pilot_depth_model(no_high_a, lengths, design) == (
+        "no valid A answer under high similarity at lengths 12, 60"
+    )
+    # An end (weight above 0) needs it too; a lowered interior depth does not.
+    no_high_end = _with_status(inp, "protocol_failure", condition="D1", similarity="high")
+    assert "no valid D1 answer under high similarity" in str(
+        cr.pilot_depth_model(no_high_end, lengths, design)
+    )
+    no_high_inner = _with_status(inp, "protocol_failure", condition="D0.5", similarity="high")
+    model = cr.pilot_depth_model(no_high_inner, lengths, design)
+    assert not isinstance(model, str) and model.high[model.conditions.index("D0.5")] is None
+
+
+def test_a_depth_pilot_whose_end_was_always_wrong_models_a_rate_of_zero(depth_pilot: Path) -> None:
+    _, design, inp = cr.load_pilot(depth_pilot)
+    wrong = _with_status(inp, "error", condition="D0", similarity="low")
+    model = cr.pilot_depth_model(wrong, (12,), design)
+    assert not isinstance(model, str) and model.low[0] == 0.0
+
+
+def test_a_depth_design_whose_depths_and_conditions_disagree_is_refused(depth_pilot: Path) -> None:
+    _, design, inp = cr.load_pilot(depth_pilot)
+    short = dict(design, depths=design["depths"][:-1])  # five conditions and A, four depths
+    with pytest.raises(ValueError, match="zip"):
+        cr.pilot_depth_model(inp, (12,), short)
+
+
+def test_a_proportion_reads_with_its_interval_or_a_dash_when_any_part_is_unknown() -> None:
+    assert Proportion.of(27, 32).text() == "27/32 0.844 [0.672, 0.947]"
+    assert Proportion.of(0, 0).text() == "0/0 —"
+    for partial in ((None, 0.1, 0.9), (0.75, None, 0.9), (0.75, 0.1, None)):
+        assert Proportion(3, 4, *partial).text() == "3/4 —"
+
+
+def test_a_depth_search_counts_its_own_requests_per_case_against_the_budget(
+    depth_pilot: Path,
+) -> None:
+    """A depth case asks 12 requests per length (six conditions, two similarities), not the
+    reference design's 8: 288 requests at two lengths allow 12 cases, not 18."""
+    o = CalibrationOptions(**dict(DEPTH_FAST, target_power=0.999, max_requests=288))
+    rec = calibrate(depth_pilot, o).record
+    assert rec.verdict == cr.NOT_REACHED
+    assert [r.cases for r in rec.power_table] == [6, 12]
+    assert rec.reason.startswith(
+        "no multiple of 6 up to 12 cases (--max-requests 288) reaches 100% power at effect 0.3"
+    )
+
+
+def test_an_unattainable_depth_effect_lists_every_rate_and_a_dash_for_one_unmeasured(
+    depth_pilot: Path,
+) -> None:
+    _, design, inp = cr.load_pilot(depth_pilot)
+    no_high = _with_status(inp, "protocol_failure", condition="D0.5", similarity="high")
+    model = cr.pilot_depth_model(no_high, (12, 24), design)
+    assert not isinstance(model, str)
+    why = cr.unattainable(model, 1.5, (12, 24))
+    assert why is not None and why.startswith("the pilot's rates (lengths 12, 24) allow a contrast")
+    i = model.conditions.index("D0.5")
+    assert f"D0.5 {model.low[i]:.3f} (low) — (high); " in why
+    j = model.conditions.index("D0")
+    assert f"D0 {model.low[j]:.3f} (low) {model.high[j]:.3f} (high); " in why
+    # A model whose rates do not match its conditions is refused, not read short.
+    short = replace(model, high=model.high[:-1])
+    with pytest.raises(ValueError, match="zip"):
+        cr.unattainable(short, 1.5, (12, 24))

@@ -279,3 +279,15 @@ def test_a_crash_with_requests_in_flight_marks_each_indeterminate(
     assert summary.stop_reason == "complete"
     assert len(sent) == 31 and len(set(sent)) == 31 and sent[:7] == first, "none sent twice"
     assert audit_run(run).ok
+
+
+def test_two_in_flight_is_a_concurrent_run(small: Path, tmp_path: Path, key: None) -> None:
+    """The smallest concurrency above one: sent two at a time, and recorded as such."""
+    run = tmp_path / "two"
+    with server_for(small) as server:
+        server.delay_s = 0.05
+        summary = live(small, run, server, allow=8, concurrency=2)
+    assert summary.stop_reason == "allowance_spent" and server.count == 8
+    assert most_open(run) == 2
+    assert of_type(run, "session")[0]["concurrency"] == 2
+    assert json.loads((run / "run.json").read_text())["concurrency"] == 2

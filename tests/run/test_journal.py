@@ -648,3 +648,49 @@ def test_an_unknown_cost_says_whether_usage_was_missing_or_held_no_counts(
     outcome = {"type": "outcome", "seq": 5, "time": "2026-12-01T00:02:00Z", "usage": usage}
     state = JournalState.of([outcome])
     assert (state.why_unknown(5), state.why_unknown(6)) == (why, "no usage in the response")
+
+
+def test_a_live_head_is_read_until_two_reads_agree(tmp_path, monkeypatch):
+    """A runner rewrites the head in place: one read may catch it mid-write, so the reader
+    reads again until two agree, at most six reads, and keeps the last."""
+    reads: list[object] = []
+
+    def reading(values):
+        feed = iter(values)
+
+        def read_head(root):
+            reads.append(root)
+            return next(feed)
+
+        return read_head
+
+    a, b, c = (1, "a" * 64), (2, "b" * 64), (3, "c" * 64)
+    monkeypatch.setattr(jmod, "_read_head", reading([a, a]))
+    assert jmod._stable_head(tmp_path) == a and len(reads) == 2  # stable: read twice
+    reads.clear()
+    monkeypatch.setattr(jmod, "_read_head", reading([a, b, c, c]))
+    assert jmod._stable_head(tmp_path) == c and len(reads) == 4  # caught mid-write twice
+    reads.clear()
+    monkeypatch.setattr(jmod, "_read_head", reading([(i, "d" * 64) for i in range(10)]))
+    assert jmod._stable_head(tmp_path) == (5, "d" * 64) and len(reads) == 6  # gives up
+    monkeypatch.setattr(jmod, "_read_head", reading([None, None]))
+    assert jmod._stable_head(tmp_path) == "missing"
+
+
+def test_a_record_read_again_must_hash_as_when_it_was_walked(tmp_path):
+    run = make(tmp_path, n=2)
+    seen: list[jmod.Locator] = []
+    jmod.read_chain(run, lambda record, at: seen.append(at), keep=False)
+    assert jmod.read_line(run, seen[1])["seq"] == 2
+    raw = (run / JOURNAL_NAME).read_bytes()
+    (run / JOURNAL_NAME).write_bytes(raw.replace(b'"seq":2', b'"seq":7'))
+    with pytest.raises(NeedlepointError) as err:
+        jmod.read_line(run, seen[1])
+    assert str(err.value) == (
+        f"{run / JOURNAL_NAME}: changed while it was read (byte {seen[1].offset})"
+    )
+
+
+def test_a_non_json_constant_is_named_in_the_refusal():
+    with pytest.raises(ValueError, match=r"^NaN is not JSON$"):
+        jmod._no_constant("NaN")

@@ -1080,6 +1080,11 @@ def test_the_time_to_go_is_a_lower_bound_from_latency_and_gap() -> None:
     bar.mode, bar.latencies, bar.n = "auto", [1.0, 3.0], 2
     assert bar.eta(20) == f" eta ≥{clock_text(126 * 22)}" == " eta ≥46:12"
     assert clock_text(3725) == "1:02:05" and clock_text(59.6) == "1:00"
+    bar.n = 127  # the last request still counts
+    assert bar.eta(20) == " eta ≥0:22"
+    bar.n = 128
+    assert bar.eta(20) == ""
+    bar.n = 2
     bar.mode = "deterministic"  # no times in a deterministic display
     assert bar.eta(20) == ""
 
@@ -1103,3 +1108,256 @@ def test_run_json_names_the_fault_cycle_only_of_a_faulty_simulation_and_the_pric
     assert record.simulate.fault_cycle == (FAULT_CYCLE if mode == "faulty" else None)
     # and the prices the run was given, each in its own field
     assert (record.cost.input_rate, record.cost.output_rate, record.cost.cap) == (0.5, 1.5, 2.0)
+
+
+def test_the_terminal_stream_is_utf8_line_buffered_and_never_raises_on_a_bad_character(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A progress line names labels and outcomes a user chose: an unencodable character must
+    not crash a run, and each line must reach the terminal when it is written."""
+    read_fd, write_fd = os.pipe()
+
+    class KernelStream(io.StringIO):
+        def fileno(self) -> int:
+            return write_fd
+
+    monkeypatch.setattr(sys, "stderr", KernelStream())
+    stream = terminal_stream()
+    try:
+        assert (stream.encoding, stream.errors, stream.line_buffering) == ("utf-8", "replace", True)
+        stream.write("é \udcff\n")  # a lone surrogate: replaced, not raised
+        assert os.read(read_fd, 100) == "é ?\n".encode()  # flushed at the newline
+    finally:
+        stream.close()
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def test_a_terminal_is_one_and_a_file_or_a_closed_stream_is_not(tmp_path: Path) -> None:
+    from needlepoint.run.runner import is_terminal
+
+    master, slave = pty.openpty()
+    try:
+        with open(slave, "w", closefd=False) as tty:
+            assert is_terminal(tty) is True
+    finally:
+        os.close(master)
+        os.close(slave)
+    closed = open(tmp_path / "log", "w")  # noqa: SIM115
+    closed.close()
+    assert is_terminal(io.StringIO()) is False
+    assert is_terminal(closed) is False  # isatty() raises ValueError on a closed file
+    assert is_terminal(object()) is False
+
+
+def test_a_duration_under_half_a_second_or_negative_reads_zero() -> None:
+    from needlepoint.run.runner import clock_text
+
+    assert clock_text(0.4) == "0:00" and clock_text(-5) == "0:00" and clock_text(0.6) == "0:01"
+
+
+def test_a_resume_names_a_changed_switch_yes_or_no_and_a_changed_text_quoted(
+    reference_dir: Path, tmp_path: Path
+) -> None:
+    from needlepoint.run.folder import read_run_record
+    from needlepoint.run.runner import resume_changes
+
+    run = tmp_path / "run"
+    run_protocol(reference_dir, run, RunOptions(allow=1, simulate="perfect", progress="off"))
+    saved = dataclasses.replace(read_run_record(run), no_key=False)
+    wanted = dataclasses.replace(saved, no_key=True, self_hosted="gpu-box", timeout_s=7.5)
+    assert resume_changes(saved, wanted) == [
+        f"--timeout-s 7.5 (run.json: {saved.timeout_s:g})",
+        "--no-key yes (run.json: no)",
+        "--self-hosted 'gpu-box' (run.json: none)",
+    ]
+    assert resume_changes(wanted, saved)[1] == "--no-key no (run.json: yes)"
+    # run metadata: a key on either side, or a value changed, is named (sorted)
+    tagged = dataclasses.replace(saved, extra={"note": "a", "gpu": "h100", "same": 1})
+    retagged = dataclasses.replace(saved, extra={"note": "b", "host": "x", "same": 1})
+    assert resume_changes(tagged, retagged) == [
+        "run metadata gpu, host, note (differs from run.json's extra)"
+    ]
+
+
+class Interrupting(Server):
+    """A transport the user interrupts mid-request, after the answer began to arrive or not."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__()
+        self.exc = exc
+
+    def send(self, outgoing: Any) -> Exchange:
+        raise self.exc
+
+
+def test_ctrl_c_after_the_answer_began_journals_what_arrived_as_the_outcome() -> None:
+    from needlepoint.run.transport import InterruptedExchange
+
+    s, written = make()
+    with pytest.raises(KeyboardInterrupt):
+        s.one(Interrupting(InterruptedExchange(chat("QX-4821"))), 3, "sb3")
+    assert [(r["type"], r["seq"]) for r in written] == [("attempt", 3), ("outcome", 3)]
+    assert written[1]["http_status"] == 200 and json.loads(written[1]["body"])["model"] == "m"
+    assert written[1]["classification"]["status"] == "correct"  # the answer is kept whole
+
+
+def test_ctrl_c_before_any_answer_journals_an_indeterminate_interruption() -> None:
+    s, written = make()
+    with pytest.raises(KeyboardInterrupt):
+        s.one(Interrupting(KeyboardInterrupt()), 2, "sb2")
+    assert [(r["type"], r["seq"]) for r in written] == [("attempt", 2), ("outcome", 2)]
+    assert written[1]["classification"]["kind"] == "indeterminate_interrupted"
+    assert written[1]["error_detail"] == "KeyboardInterrupt while the request was in flight"
+
+
+def test_a_resume_shows_a_value_that_is_not_text_as_it_prints() -> None:
+    from needlepoint.run.runner import _show
+
+    assert _show(Path("runs") / "a") == str(Path("runs") / "a")  # not PosixPath('runs/a')
+    assert (_show("runs/a"), _show(3), _show(2.50), _show(None)) == ("'runs/a'", "3", "2.5", "none")
+
+
+def _summary(**kw: Any) -> Any:
+    from needlepoint.run.runner import RunSummary
+
+    fields: dict[str, Any] = {
+        "run_dir": Path("run"), "simulation": False, "stop_reason": "complete",
+        "stop_detail": "every planned request has an outcome", "allow": 8,
+        "attempts_total": 8, "attempts_this_session": 3, "counts": {}, "cost_spent": None,
+        "journal_sha256": "f" * 64,
+    }  # fmt: skip
+    return RunSummary(**{**fields, **kw})
+
+
+def test_a_session_summary_says_what_ended_it_what_came_back_and_what_it_cost() -> None:
+    live = _summary(counts={"error": 1, "correct": 7}, cost_spent=0.0123456)
+    assert live.lines() == [
+        "stopped: complete: every planned request has an outcome",
+        "attempts: 8 of 8 allowed (3 this session); outcomes: correct 7, error 1",
+        f"cost: 0.012346; journal sha256 {'f' * 64}",
+    ]
+    nothing = _summary(simulation=True, attempts_total=0, attempts_this_session=0).lines()
+    assert nothing[0].startswith("SIMULATION - not a model result. stopped: complete")
+    assert nothing[1].endswith("outcomes: none") and nothing[2].startswith("cost: unknown;")
+
+
+def test_only_a_spent_allowance_with_requests_left_says_how_to_continue() -> None:
+    from needlepoint.run.runner import continue_hint
+
+    spent = _summary(stop_reason="allowance_spent", stop_detail="8 of 8", unattempted=4)
+    assert spent.lines()[-1] == continue_hint(8, 4)
+    assert len(_summary(stop_reason="allowance_spent", stop_detail="8 of 8").lines()) == 3
+    assert len(_summary(unattempted=4).lines()) == 3  # stopped otherwise: no hint
+
+
+def test_the_wait_shows_on_a_live_bar_only() -> None:
+    shown: list[str] = []
+    bar = Progress("off", total=4, initial=0, label="run")
+    bar.bar = SimpleNamespace(set_postfix_str=shown.append)
+    bar.mode = "terminal"
+    bar.waiting(2, "correct", 12.4)
+    assert shown == ["seq=2 last=correct wait=12s"]
+    bar.mode = "deterministic"
+    bar.waiting(3, "correct", 12.4)
+    assert shown == ["seq=2 last=correct wait=12s"]  # a countdown is not deterministic
+    # Sending, too, shows only on a live bar, and with no bar (a log's lines) not at all.
+    bar.sending(3, "correct")
+    bar.mode = "auto"
+    bar.sending(4, "correct")
+    assert shown[1:] == ["seq=4 last=correct sending"]
+    bar.bar = None
+    bar.sending(5, "correct")  # nothing to draw on: no error
+    assert bar.sent_at is not None
+
+
+def test_a_resume_after_the_clock_stepped_back_says_so_once_and_counts_no_time_since() -> None:
+    notes: list[str] = []
+    state = state_of(outcome(1, 0.0, time="1970-01-01T00:01:40Z"))  # t = 100
+    s = Session(settings(min_gap_s=20.0), SimpleNamespace(state=state), notes.append)  # type: ignore[arg-type]
+    s.clock = FakeClock(now=40.0, mono=5.0)
+    assert s.since_done() == 0.0
+    s.clock.mono = 7.5
+    assert s.since_done() == 2.5  # from the anchor on, the monotonic clock counts
+    assert len(notes) == 1 and notes[0].startswith("clock: the wall clock reads 60.000 s before")
+    assert notes[0].endswith("this session waits the whole gap of 20 s and no longer")
+
+
+def test_a_resume_on_a_clock_that_went_forward_notifies_nothing() -> None:
+    notes: list[str] = []
+    state = state_of(outcome(1, 0.0, time="1970-01-01T00:01:40Z"))
+    s = Session(settings(min_gap_s=20.0), SimpleNamespace(state=state), notes.append)  # type: ignore[arg-type]
+    s.clock = FakeClock(now=130.0, mono=5.0)
+    assert s.since_done() == 30.0 and notes == []
+
+
+def test_each_progress_line_reaches_a_redirected_log_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user tails the log of a long run: a line held in a buffer is a run that looks hung."""
+    log = open(tmp_path / "log", "w")  # noqa: SIM115 (block-buffered, as a redirect is)
+    monkeypatch.setattr(sys, "stderr", log)
+    bar = Progress("auto", total=2, initial=0, label="run")
+    bar.done(1, "correct", 0)
+    assert (tmp_path / "log").read_text() == "run 1/2: seq 1 correct\n"
+    bar.close("interrupted")
+    assert (tmp_path / "log").read_text().endswith("\nrun 1/2: interrupted\n")
+    log.close()
+
+
+class RecordingBar:
+    """A stand-in for the tqdm bar: every call, with its arguments."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kw: self.calls.append((name, args, kw))
+
+
+def test_a_live_bar_moves_one_per_outcome_with_the_time_to_go_and_ends_on_the_reason() -> None:
+    bar = Progress("off", total=4, initial=0, label="run")
+    drawn = RecordingBar()
+    bar.bar, bar.mode = drawn, "terminal"
+    bar.sending(1, "-")
+    bar.latencies = [2.0]
+    bar.sent_at = None
+    bar.done(1, "correct", 10)
+    # refresh=False: the update that follows redraws once, not twice
+    assert drawn.calls[1:] == [
+        ("set_postfix_str", ("seq=1 last=correct wait=10s eta ≥0:36",), {"refresh": False}),
+        ("update", (1,), {}),
+    ]
+    bar.close("complete")
+    assert drawn.calls[3:] == [
+        ("set_postfix_str", ("complete",), {"refresh": False}),
+        ("close", (), {}),
+    ]
+    assert bar.bar is None
+    bar.done(2, "correct", 10)  # after the close: nothing to draw on, and no error
+    assert len(drawn.calls) == 5
+
+
+def test_closing_plain_lines_ends_them_and_closes_the_terminal_stream_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open(tmp_path / "log", "w")  # noqa: SIM115
+    monkeypatch.setattr(sys, "stderr", log)
+    bar = Progress("auto", total=2, initial=0, label="run")
+    bar.close("stopped")
+    bar.close("again")  # a second close prints nothing more
+    assert bar.mode == "off"
+    log.close()
+    assert (tmp_path / "log").read_text() == "run 0/2: stopped\n"
+
+    class Failing(io.StringIO):
+        def close(self) -> None:
+            raise OSError("the terminal went away")
+
+    opened = io.StringIO()
+    bar.stream = opened
+    bar.close("")
+    assert opened.closed and bar.stream is None  # the descriptor it duplicated is released
+    bar.stream = Failing()
+    bar.close("")  # a terminal that went away does not fail the run's end
+    assert bar.stream is None
