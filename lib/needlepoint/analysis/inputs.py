@@ -361,8 +361,7 @@ def read_results_csv(path: str | Path) -> Iterator[tuple[int, dict[str, str]]]:
         fh = open_read(p, follow=True)
     except FileNotFoundError:
         raise NeedlepointError(f"{p}: file not found") from None
-    except OSError as exc:
-        raise NeedlepointError(f"{p}: cannot read ({exc.strerror})") from None
+    # Any other OSError is open_read's own one-line refusal (follow=True turns it into one).
     return _rows(p, fh)
 
 
