@@ -98,7 +98,7 @@ def parse_json(text: str, where: str, line: int | None = None) -> Any:
     given ``line`` of a JSONL file, or the line within ``text``)."""
     at = f"{where}:{line}" if line is not None else where
     try:
-        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=unique_object)
+        value = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=unique_object)
     except DuplicateKey as exc:
         raise NeedlepointError(
             f"{at}: duplicate key {exc.key!r} (each key may appear once)"
@@ -146,7 +146,9 @@ def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def _no_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """``parse_constant`` for every strict reader: NaN and Infinity are not JSON numbers (Python
+    reads them by default, and a record holding one could not be written back as JSON)."""
     raise ValueError(f"{name} is not a JSON number")
 
 

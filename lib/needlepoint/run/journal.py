@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from needlepoint.errors import NeedlepointError
-from needlepoint.jsonio import canonical_bytes, is_canonical, sha256_hex
+from needlepoint.jsonio import canonical_bytes, is_canonical, refuse_constant, sha256_hex
 from needlepoint.run.clock import parse_iso_utc
 from needlepoint.run.records import (
     AttemptRecord,
@@ -352,7 +352,7 @@ def _record(line: bytes | None, where: str, problems: list[str]) -> dict[str, An
         problems.append(f"{where}: longer than the limit of {MAX_LINE_BYTES} bytes (not read)")
         return None
     try:
-        record = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+        record = json.loads(line.decode("utf-8"), parse_constant=refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         problems.append(f"{where}: not a JSON line")
         return None
@@ -369,10 +369,6 @@ def _record(line: bytes | None, where: str, problems: list[str]) -> dict[str, An
     return record
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _read_head(root: Path) -> tuple[int, str] | str | None:
     """The head file's (records, sha256), a problem line, or None when there is none."""
     path = root / HEAD_NAME
@@ -381,7 +377,7 @@ def _read_head(root: Path) -> tuple[int, str] | str | None:
     try:
         with open_read(path) as fh:
             data = fh.read(4096)
-        saved = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        saved = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
         saved_count, saved_hash = saved["records"], saved["sha256"]
         if not isinstance(saved_count, int) or not isinstance(saved_hash, str):
             raise TypeError("records must be an integer and sha256 a string")
