@@ -682,6 +682,17 @@ def test_a_finished_plan_stops_as_complete(reference_dir, tmp_path):
     assert (stop["type"], stop["reason"]) == ("stop", "complete")
 
 
+def test_resuming_a_finished_plan_sends_nothing_and_says_why(reference_dir, tmp_path):
+    run = tmp_path / "run"
+    simulate(reference_dir, run, 500)
+    again = simulate(reference_dir, run, 500)
+    assert (again.stop_reason, again.stop_detail) == (
+        "complete",
+        "every planned seq has been attempted; nothing to send",
+    )
+    assert again.attempts_this_session == 0
+
+
 def test_the_progress_display_closes_on_the_stop_reason(reference_dir, tmp_path, monkeypatch):
     from needlepoint.run.runner import Progress
 
@@ -1087,6 +1098,61 @@ def test_the_time_to_go_is_a_lower_bound_from_latency_and_gap() -> None:
     bar.n = 2
     bar.mode = "deterministic"  # no times in a deterministic display
     assert bar.eta(20) == ""
+
+
+def test_an_unknown_progress_mode_is_named_with_the_modes_there_are() -> None:
+    from needlepoint.run.runner import PROGRESS_MODES
+
+    with pytest.raises(ValueError) as caught:
+        Progress("fancy", total=3, initial=0, label="run")
+    assert str(caught.value) == f"progress must be one of {PROGRESS_MODES}"
+
+
+def test_off_draws_no_bar_even_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    master, slave = pty.openpty()
+    with os.fdopen(slave, "w") as tty:
+        monkeypatch.setattr(sys, "stderr", tty)
+        bar = Progress("off", total=3, initial=0, label="run")
+        assert (bar.mode, bar.bar, bar.stream) == ("off", None, None)
+    os.close(master)
+
+
+def test_auto_on_a_terminal_draws_a_bar_that_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    master, slave = pty.openpty()
+    with os.fdopen(slave, "w") as tty:
+        monkeypatch.setattr(sys, "stderr", tty)
+        bar = Progress("auto", total=3, initial=1, label="run")
+        assert bar.mode == "auto" and bar.bar is not None
+        # counted in requests, and left on the screen when the run ends
+        assert (bar.bar.unit, bar.bar.leave, bar.bar.n, bar.bar.total) == ("req", True, 1, 3)
+        # tqdm's own time to go is left out of a live bar: eta() gives one that counts the gaps
+        assert bar.bar.bar_format == "{desc} {n_fmt}/{total_fmt} |{bar:24}| {elapsed}{postfix}"
+        bar.close("complete")
+    os.close(master)
+
+
+def test_a_deterministic_bar_draws_every_request_at_a_fixed_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A notebook's saved output must be the same bytes on every run: each request redraws the
+    # bar (no time-based skipping), at 100 columns whatever the terminal, with no times in it.
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    bar = Progress("deterministic", total=3, initial=0, label="run").bar
+    assert (bar.mininterval, bar.miniters, bar.dynamic_miniters) == (0, 1, False)
+    assert (bar.ncols, bar.dynamic_ncols) == (100, False)
+    assert bar.bar_format == "{desc} {n_fmt}/{total_fmt} |{bar:24}|{postfix}"
+    assert (bar.unit, bar.leave) == ("req", True)
+    bar.close()
+
+
+@pytest.mark.parametrize(("total", "every"), [(15, 1), (20, 2), (5, 1), (128, 12)])
+def test_plain_lines_come_every_whole_tenth_of_the_run(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, total: int, every: int
+) -> None:
+    with open(tmp_path / "log", "w") as log:
+        monkeypatch.setattr(sys, "stderr", log)
+        bar = Progress("auto", total=total, initial=0, label="run")
+    assert bar.mode == "lines" and bar.every == every and isinstance(bar.every, int)
 
 
 @pytest.mark.parametrize("mode", ["faulty", "perfect"])
