@@ -167,8 +167,12 @@ def test_unknown_cost_with_a_cap_stops_before_the_next_request(reference_dir, tm
     summary = live(reference_dir, run, server, allow=10, **rates)
     assert summary.stop_reason == "cost_unknown" and "seq 2" in summary.stop_detail
     assert server.count == 2 and summary.cost_spent is None
-    with pytest.raises(NeedlepointError, match="cost of seq 2 is unknown"):
+    with pytest.raises(NeedlepointError) as refused:
         live(reference_dir, run, server, allow=10, **rates)
+    assert str(refused.value) == (
+        f"{run}: the cost of seq 2 is unknown, so --cost-cap cannot be enforced; resume "
+        "without --cost-cap to accept that"
+    )
     # Without a cap the user accepts the unknown cost explicitly.
     assert (
         live(reference_dir, run, server, allow=3, input_rate=1.0, output_rate=1.0).attempts_total
