@@ -14,11 +14,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.results import make_input, make_prepared
 
+from needlepoint.analysis.document import build_document
 from needlepoint.analysis.primary import NOT_EVALUABLE, NOT_SUPPORTED
 from needlepoint.analysis.record import Contrast, Effect, LengthSize, ShapeRow
 from needlepoint.analysis.report import (
     contrast_text,
+    diagnostic_lines,
     effect_rows,
     facts_line,
     interval_text,
@@ -31,6 +34,7 @@ from needlepoint.analysis.report import (
     shape_lines,
     size_text,
     study_record_section,
+    summary_markdown,
 )
 from needlepoint.cli import main
 from needlepoint.design.prepared import prepare
@@ -285,3 +289,49 @@ def test_the_shape_table_shows_both_contrasts_their_holm_p_and_the_verdict() -> 
     )
     assert lines[7].startswith("| high | 4 | 8/8, 4/8, 3/8 | 0.5 | < 0.0001 |")
     assert shape_lines(None) == []
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return make_prepared(tmp_path_factory)
+
+
+def test_diagnostics_say_when_no_answer_was_wrong_and_set_their_notes_apart(synthetic) -> None:
+    doc = build_document(make_input(synthetic, lambda p: "correct"))
+    lines = diagnostic_lines(doc)
+    at = lines.index("### Wrong answers (B, M, E) by what they name")
+    assert lines[at + 2 : at + 4] == ["No wrong answer at B, M or E.", ""]
+    # a results table records no sessions: the note says so, and a blank line ends the list
+    note = "- no sessions: a results table records none (analyse the run folder)"
+    assert lines[-2:] == [note, ""]
+    quiet = replace(doc, diagnostics=replace(doc.diagnostics, notes=()))
+    assert diagnostic_lines(quiet) == lines[:-2]  # the last table's own blank line ends it
+
+
+def test_a_cell_without_a_valid_response_reads_so_in_the_secondary_tables(synthetic) -> None:
+    spec = lambda p: "unexecuted" if (p.condition, p.similarity) == ("B", "low") else "correct"  # noqa: E731
+    md = summary_markdown(build_document(make_input(synthetic, spec)))
+    table = md.split("### Accuracy (correct / protocol-valid)\n\n")[1].split("\n\n")[0]
+    rows = table.splitlines()
+    assert rows[2:4] == [
+        "| low | 60 | B | no valid response | 8 |",
+        "| low | 60 | M | 8/8 (100%) | 0 |",
+    ]
+    assert rows[6] == "| low | 240 | B | no valid response | 8 |"
+
+
+def test_a_rate_without_an_accuracy_is_no_valid_response_whatever_the_count() -> None:
+    from needlepoint.analysis.record import RefusalRow
+    from needlepoint.analysis.report import _rate
+
+    assert _rate(RefusalRow("overall", "all", 0, 0, None, 3)) == "no valid response"
+    assert _rate(RefusalRow("overall", "all", 2, 0, None, 0)) == "no valid response"
+    assert _rate(RefusalRow("overall", "all", 0, 0, 0.0, 3)) == "no valid response"
+    assert _rate(RefusalRow("overall", "all", 4, 3, 0.75, 0)) == "3/4 (75%)"
+
+
+def test_a_run_without_a_journal_or_a_caveat_says_so(synthetic) -> None:
+    doc = build_document(make_input(synthetic, lambda p: "correct", journal=""))
+    md = summary_markdown(replace(doc, caveats=()))
+    assert "\n- run fingerprint (journal): `none recorded`\n" in md
+    assert md.split("### Caveats\n\n")[1].split("\n\n")[0] == "No caveat applies."
