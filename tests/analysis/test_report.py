@@ -335,3 +335,47 @@ def test_a_run_without_a_journal_or_a_caveat_says_so(synthetic) -> None:
     md = summary_markdown(replace(doc, caveats=()))
     assert "\n- run fingerprint (journal): `none recorded`\n" in md
     assert md.split("### Caveats\n\n")[1].split("\n\n")[0] == "No caveat applies."
+
+
+def _usage_lines(md: str) -> list[str]:
+    return [line for line in md.splitlines() if line.startswith("- ") and ": total " in line]
+
+
+def test_reasoning_tokens_are_listed_only_where_the_server_reported_some(synthetic) -> None:
+    from needlepoint.analysis.record import Total
+
+    doc = build_document(make_input(synthetic, lambda p: "correct"))
+    sec = doc.secondary
+    luc = sec.latency_usage_cost
+
+    def with_reasoning(total: Total | None) -> str:
+        changed = replace(luc, reasoning_tokens=total)
+        return summary_markdown(replace(doc, secondary=replace(sec, latency_usage_cost=changed)))
+
+    fields = [line.split(":")[0] for line in _usage_lines(with_reasoning(None))]
+    assert fields == ["- prompt_tokens", "- completion_tokens", "- cost"]
+    assert _usage_lines(with_reasoning(Total(0, 64, 0.0, None))) == _usage_lines(
+        with_reasoning(None)
+    )
+    lines = _usage_lines(with_reasoning(Total(3, 1, 42.0, None)))
+    assert lines[2] == "- reasoning_tokens: total unknown (at least 42); 3 known, 1 unknown"
+    assert [line.split(":")[0] for line in lines] == [*fields[:2], "- reasoning_tokens", "- cost"]
+
+
+def test_a_share_of_near_names_is_shown_only_among_wrong_codes(synthetic) -> None:
+    doc = build_document(make_input(synthetic, lambda p: "correct"))
+    sec = doc.secondary
+    row = replace(sec.errors[0], wrong_code=0, near_distractor=0, near_distractor_share=0.5)
+    md = summary_markdown(replace(doc, secondary=replace(sec, errors=(row, *sec.errors[1:]))))
+    table = md.split("### Errors by condition and similarity\n\n")[1].split("\n\n")[0]
+    assert (
+        table.splitlines()[2]
+        == f"| {row.condition} | {row.similarity} | {row.valid} | 0 | 0 | 0 | — |"
+    )
+
+
+def test_an_exclusion_without_a_kind_shows_a_dash(synthetic) -> None:
+    spec = lambda p: "unexecuted" if p.seq == 1 else "correct"  # noqa: E731
+    md = summary_markdown(build_document(make_input(synthetic, spec)))
+    rows = [line for line in md.splitlines() if line.startswith("| 1 | ")]
+    assert rows and rows[0].endswith(" | unexecuted | — |")
