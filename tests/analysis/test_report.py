@@ -288,6 +288,11 @@ def test_the_shape_table_shows_both_contrasts_their_holm_p_and_the_verdict() -> 
         "decline with position |"
     )
     assert lines[7].startswith("| high | 4 | 8/8, 4/8, 3/8 | 0.5 | < 0.0001 |")
+    # an interval with either bound unknown is no interval: the estimate alone
+    for half in ({"lower": None}, {"upper": None}):
+        lone = replace(row, first=replace(row.first, **half))
+        drawn = shape_lines(SimpleNamespace(method="Holm", rows=[lone]))
+        assert drawn[6].startswith("| high | all | 8/8, 4/8, 3/8 | 0.5 | < 0.0001 |")
     assert shape_lines(None) == []
 
 
