@@ -192,3 +192,25 @@ def test_the_panel_says_when_the_sign_flip_test_disagrees_and_shows_half_a_bound
     assert next(x for x in got if x.startswith(f"- {fitted.model}")).endswith(
         "; DISAGREES with the decision."
     )
+
+
+def test_a_model_check_shows_zero_bounds_as_zero_and_a_half_interval_as_its_note(
+    prepared: Prepared,
+) -> None:
+    from needlepoint.analysis.report import robustness_lines
+
+    doc = build_document(make_input(prepared))
+    r = doc.robustness
+    assert r.models
+    flat = replace(r.models[0], estimate=0.0, se=0.0, lower=-0.5, upper=0.0, p_one_sided=0.0)
+    flat = replace(flat, agrees=True)
+    got = robustness_lines(replace(doc, robustness=replace(r, models=(flat,))))
+    line = next(x for x in got if x.startswith(f"- {flat.model}"))
+    assert line == (
+        f"- {flat.model}, {flat.covariance}: contrast 0 (SE 0), [-0.5, 0], one-sided p 0; "
+        "agrees with the decision."
+    )
+    # an estimate without its lower bound is not a fit to show: the note says why
+    half = replace(flat, lower=None, note="the fit did not converge")
+    got = robustness_lines(replace(doc, robustness=replace(r, models=(half,))))
+    assert f"- {flat.model}: the fit did not converge." in got
