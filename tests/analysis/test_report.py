@@ -384,3 +384,19 @@ def test_an_exclusion_without_a_kind_shows_a_dash(synthetic) -> None:
     md = summary_markdown(build_document(make_input(synthetic, spec)))
     rows = [line for line in md.splitlines() if line.startswith("| 1 | ")]
     assert rows and rows[0].endswith(" | unexecuted | — |")
+
+
+def test_a_cell_escapes_a_pipe_so_the_table_keeps_its_columns() -> None:
+    from needlepoint.analysis.report import cell
+
+    assert cell("a|b") == "a\\|b" and cell("||") == "\\|\\|"
+    assert (cell(None), cell(0.123456), cell(7)) == ("—", "0.1235", "7")
+
+
+def test_record_lines_refuse_names_that_do_not_match_the_runs(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "run.json").write_text("{}", encoding="utf-8")
+    assert record_lines([run], tmp_path, shown=["r"]) == []
+    with pytest.raises(ValueError, match="zip"):
+        record_lines([run], tmp_path, shown=["r", "extra"])

@@ -1082,3 +1082,14 @@ def test_a_bca_correction_that_is_not_finite_is_reported_without_a_warning() -> 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert bca([0, 4], 2, p)[4] == "undefined: the BCa correction is not finite"
+
+
+def test_a_leave_one_out_decision_needs_a_lower_bound_strictly_above_zero() -> None:
+    from needlepoint.analysis.primary import NOT_SUPPORTED, SUPPORTED
+    from needlepoint.analysis.robustness import decision_of
+
+    params = analysis_params()
+    # an estimate of 1/2, far past the threshold: only the bound's sign decides
+    assert decision_of(4, 8, Fraction(1, 8), params) == SUPPORTED
+    assert decision_of(4, 8, Fraction(0), params) == NOT_SUPPORTED
+    assert decision_of(4, 8, Fraction(-1, 8), params) == NOT_SUPPORTED
