@@ -37,7 +37,7 @@ from needlepoint.analysis.report import (
     summary_markdown,
 )
 from needlepoint.cli import main
-from needlepoint.design.prepared import prepare
+from needlepoint.design.prepared import Prepared, prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
 from needlepoint.study.declare import NOT_SEARCHED, declare
@@ -297,12 +297,12 @@ def test_the_shape_table_shows_both_contrasts_their_holm_p_and_the_verdict() -> 
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory: pytest.TempPathFactory) -> object:
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
     return make_prepared(tmp_path_factory)
 
 
-def test_diagnostics_say_when_no_answer_was_wrong_and_set_their_notes_apart(synthetic) -> None:
-    doc = build_document(make_input(synthetic, lambda p: "correct"))
+def test_diagnostics_say_when_no_answer_was_wrong_and_set_their_notes_apart(prepared) -> None:
+    doc = build_document(make_input(prepared, lambda p: "correct"))
     lines = diagnostic_lines(doc)
     at = lines.index("### Wrong answers (B, M, E) by what they name")
     assert lines[at + 2 : at + 4] == ["No wrong answer at B, M or E.", ""]
@@ -313,9 +313,9 @@ def test_diagnostics_say_when_no_answer_was_wrong_and_set_their_notes_apart(synt
     assert diagnostic_lines(quiet) == lines[:-2]  # the last table's own blank line ends it
 
 
-def test_a_cell_without_a_valid_response_reads_so_in_the_secondary_tables(synthetic) -> None:
+def test_a_cell_without_a_valid_response_reads_so_in_the_secondary_tables(prepared) -> None:
     spec = lambda p: "unexecuted" if (p.condition, p.similarity) == ("B", "low") else "correct"  # noqa: E731
-    md = summary_markdown(build_document(make_input(synthetic, spec)))
+    md = summary_markdown(build_document(make_input(prepared, spec)))
     table = md.split("### Accuracy (correct / protocol-valid)\n\n")[1].split("\n\n")[0]
     rows = table.splitlines()
     assert rows[2:4] == [
@@ -335,8 +335,8 @@ def test_a_rate_without_an_accuracy_is_no_valid_response_whatever_the_count() ->
     assert _rate(RefusalRow("overall", "all", 4, 3, 0.75, 0)) == "3/4 (75%)"
 
 
-def test_a_run_without_a_journal_or_a_caveat_says_so(synthetic) -> None:
-    doc = build_document(make_input(synthetic, lambda p: "correct", journal=""))
+def test_a_run_without_a_journal_or_a_caveat_says_so(prepared) -> None:
+    doc = build_document(make_input(prepared, lambda p: "correct", journal=""))
     md = summary_markdown(replace(doc, caveats=()))
     assert "\n- run fingerprint (journal): `none recorded`\n" in md
     assert md.split("### Caveats\n\n")[1].split("\n\n")[0] == "No caveat applies."
@@ -346,10 +346,10 @@ def _usage_lines(md: str) -> list[str]:
     return [line for line in md.splitlines() if line.startswith("- ") and ": total " in line]
 
 
-def test_reasoning_tokens_are_listed_only_where_the_server_reported_some(synthetic) -> None:
+def test_reasoning_tokens_are_listed_only_where_the_server_reported_some(prepared) -> None:
     from needlepoint.analysis.record import Total
 
-    doc = build_document(make_input(synthetic, lambda p: "correct"))
+    doc = build_document(make_input(prepared, lambda p: "correct"))
     sec = doc.secondary
     luc = sec.latency_usage_cost
 
@@ -367,8 +367,8 @@ def test_reasoning_tokens_are_listed_only_where_the_server_reported_some(synthet
     assert [line.split(":")[0] for line in lines] == [*fields[:2], "- reasoning_tokens", "- cost"]
 
 
-def test_a_share_of_near_names_is_shown_only_among_wrong_codes(synthetic) -> None:
-    doc = build_document(make_input(synthetic, lambda p: "correct"))
+def test_a_share_of_near_names_is_shown_only_among_wrong_codes(prepared) -> None:
+    doc = build_document(make_input(prepared, lambda p: "correct"))
     sec = doc.secondary
     row = replace(sec.errors[0], wrong_code=0, near_distractor=0, near_distractor_share=0.5)
     md = summary_markdown(replace(doc, secondary=replace(sec, errors=(row, *sec.errors[1:]))))
@@ -379,9 +379,9 @@ def test_a_share_of_near_names_is_shown_only_among_wrong_codes(synthetic) -> Non
     )
 
 
-def test_an_exclusion_without_a_kind_shows_a_dash(synthetic) -> None:
+def test_an_exclusion_without_a_kind_shows_a_dash(prepared) -> None:
     spec = lambda p: "unexecuted" if p.seq == 1 else "correct"  # noqa: E731
-    md = summary_markdown(build_document(make_input(synthetic, spec)))
+    md = summary_markdown(build_document(make_input(prepared, spec)))
     rows = [line for line in md.splitlines() if line.startswith("| 1 | ")]
     assert rows and rows[0].endswith(" | unexecuted | — |")
 

@@ -13,9 +13,10 @@ import pty
 import re
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from support.runner import KEY_ENV, SENTINEL, TIMEOUT_S, kinds, live, of_type, records, server_for
@@ -1112,27 +1113,35 @@ def test_an_unknown_progress_mode_is_named_with_the_modes_there_are() -> None:
     assert str(caught.value) == f"progress must be one of {PROGRESS_MODES}"
 
 
-def test_off_draws_no_bar_even_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def tty() -> Iterator[IO[str]]:
+    """A pseudo-terminal to write to, closed afterwards even if the test fails. (The test sets
+    sys.stderr to it itself: pytest's capture replaces sys.stderr after fixtures are set up.)"""
     master, slave = pty.openpty()
-    with os.fdopen(slave, "w") as tty:
-        monkeypatch.setattr(sys, "stderr", tty)
-        bar = Progress("off", total=3, initial=0, label="run")
-        assert (bar.mode, bar.bar, bar.stream) == ("off", None, None)
-    os.close(master)
+    try:
+        with os.fdopen(slave, "w") as stream:
+            yield stream
+    finally:
+        os.close(master)
 
 
-def test_auto_on_a_terminal_draws_a_bar_that_stays(monkeypatch: pytest.MonkeyPatch) -> None:
-    master, slave = pty.openpty()
-    with os.fdopen(slave, "w") as tty:
-        monkeypatch.setattr(sys, "stderr", tty)
-        bar = Progress("auto", total=3, initial=1, label="run")
-        assert bar.mode == "auto" and bar.bar is not None
-        # counted in requests, and left on the screen when the run ends
-        assert (bar.bar.unit, bar.bar.leave, bar.bar.n, bar.bar.total) == ("req", True, 1, 3)
-        # tqdm's own time to go is left out of a live bar: eta() gives one that counts the gaps
-        assert bar.bar.bar_format == "{desc} {n_fmt}/{total_fmt} |{bar:24}| {elapsed}{postfix}"
-        bar.close("complete")
-    os.close(master)
+def test_off_draws_no_bar_even_on_a_terminal(tty: IO[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", tty)
+    bar = Progress("off", total=3, initial=0, label="run")
+    assert (bar.mode, bar.bar, bar.stream) == ("off", None, None)
+
+
+def test_auto_on_a_terminal_draws_a_bar_that_stays(
+    tty: IO[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stderr", tty)
+    bar = Progress("auto", total=3, initial=1, label="run")
+    assert bar.mode == "auto" and bar.bar is not None
+    # counted in requests, and left on the screen when the run ends
+    assert (bar.bar.unit, bar.bar.leave, bar.bar.n, bar.bar.total) == ("req", True, 1, 3)
+    # tqdm's own time to go is left out of a live bar: eta() gives one that counts the gaps
+    assert bar.bar.bar_format == "{desc} {n_fmt}/{total_fmt} |{bar:24}| {elapsed}{postfix}"
+    bar.close("complete")
 
 
 def test_a_deterministic_bar_draws_every_request_at_a_fixed_width(
