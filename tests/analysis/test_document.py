@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.analysis import analysis_params
-from support.results import make_input, make_prepared
+from support.results import make_input
 
 from needlepoint.analysis.document import analyze_run, build_document
 from needlepoint.analysis.inputs import from_run
@@ -30,11 +30,6 @@ from needlepoint.cli import main
 from needlepoint.design.prepared import Prepared
 
 GEMMA = Path(__file__).resolve().parents[2] / "evidence" / "20261201-local-compare" / "runs"
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import pytest
 from support.analysis import analysis_params
-from support.results import make_input, make_prepared, middle_loss
+from support.results import make_input, middle_loss
 
 from needlepoint.analysis.effects import (
     NO_CODE,
@@ -37,11 +37,6 @@ from needlepoint.analysis.record import DiagnosticRow, PrecedingRow, WrongKindRo
 from needlepoint.design.prepared import Prepared
 
 # === effects ===
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 def test_the_middle_loss_difference_row_is_the_preregistered_one(prepared: Prepared) -> None:

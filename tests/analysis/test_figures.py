@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib
 import matplotlib.figure
 import pytest
-from support.results import make_input, make_prepared
+from support.results import make_input
 
 from needlepoint.analysis import figures
 from needlepoint.analysis.document import build_document, write_figures
@@ -16,11 +16,6 @@ from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.design.prepared import Prepared
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from support.mutations import rechain
-from support.results import JOURNAL, make_input, make_prepared, make_rows, write_csv
+from support.results import JOURNAL, make_input, make_rows, write_csv
 
 from needlepoint.analysis.inputs import (
     CHARACTERS,
@@ -51,11 +51,6 @@ STATUSES = "('correct', 'error', 'protocol_failure', 'unexecuted')"
 PLAN = "does not match the prepared plan"
 POOLED = "simulated and live rows are never pooled"
 UNEXECUTED = "unexecuted requests must be listed as unexecuted"
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 def refused(prepared: Prepared, rows: list[dict[str, str]], name: str = "t.csv") -> str:

@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.analysis import analysis_params
 from support.figures import record_figures
-from support.results import make_input, make_prepared
+from support.results import make_input
 
 import needlepoint.analysis.power as power
 from needlepoint import cli
@@ -69,11 +69,6 @@ from needlepoint.errors import NeedlepointError
 
 
 PARAMS = analysis_params()
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 def accuracy(b: float, m: float, e: float, a: float, effect: float) -> dict:

@@ -64,11 +64,6 @@ CASES = [f"S{i}" for i in range(1, 9)]
 ALL_HIGH_M_WRONG = middle_loss({c: ("high",) for c in CASES})
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
-
-
 def seq_of(prepared: Prepared, case: str, length: int, sim: str, cond: str) -> int:
     return next(
         p.seq

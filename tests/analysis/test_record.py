@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.results import make_input, make_prepared, middle_loss
+from support.results import make_input, middle_loss
 
 from needlepoint.analysis.document import analyze, build_document
 from needlepoint.analysis.inputs import from_run
@@ -24,11 +24,6 @@ from needlepoint.errors import NeedlepointError
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence"
 COMMITTED = ["20261130-simulated-reference", "20261130-local-smollm2"]
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 @pytest.mark.parametrize("folder", COMMITTED)

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from support.results import make_input, make_prepared
+from support.results import make_input
 
 from needlepoint.analysis.document import build_document
 from needlepoint.analysis.primary import NOT_EVALUABLE, NOT_SUPPORTED
@@ -37,7 +37,7 @@ from needlepoint.analysis.report import (
     summary_markdown,
 )
 from needlepoint.cli import main
-from needlepoint.design.prepared import Prepared, prepare
+from needlepoint.design.prepared import prepare
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import run_protocol
 from needlepoint.study.declare import NOT_SEARCHED, declare
@@ -294,11 +294,6 @@ def test_the_shape_table_shows_both_contrasts_their_holm_p_and_the_verdict() -> 
         drawn = shape_lines(SimpleNamespace(method="Holm", rows=[lone]))
         assert drawn[6].startswith("| high | all | 8/8, 4/8, 3/8 | 0.5 | < 0.0001 |")
     assert shape_lines(None) == []
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 def test_diagnostics_say_when_no_answer_was_wrong_and_set_their_notes_apart(prepared) -> None:

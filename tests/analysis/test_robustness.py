@@ -37,7 +37,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 from support.analysis import analysis_params
-from support.results import make_input, make_prepared, middle_loss
+from support.results import make_input, middle_loss
 
 from needlepoint.analysis.document import build_document
 from needlepoint.analysis.inputs import Outcome, from_run
@@ -433,11 +433,6 @@ def test_above_twenty_cases_the_sign_flip_is_seeded_monte_carlo() -> None:
 
 
 GEMMA = Path(__file__).resolve().parents[2] / "evidence" / "20261201-local-compare" / "runs"
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return make_prepared(tmp_path_factory)
 
 
 @pytest.mark.parametrize(
