@@ -20,7 +20,7 @@ from needlepoint.errors import NeedlepointError
 from needlepoint.local import model as localmodel
 from needlepoint.local import server as localserver
 from needlepoint.local.model import PackagedModel
-from needlepoint.local.server import TOKEN_COUNTS_FILE, Server, _slope, require_token_counts
+from needlepoint.local.server import TOKEN_COUNTS_FILE, Server, _slope
 
 
 def _missing_local_extra() -> str | None:
@@ -131,18 +131,6 @@ def test_stop_kills_a_child_that_ignores_sigterm(monkeypatch):
 def test_slope_is_tokens_per_record():
     assert _slope([(20, 1000), (60, 2840), (20, 1002), (60, 2842)]) == pytest.approx(46.0)
     assert _slope([(60, 1), (60, 2)]) is None
-
-
-def test_require_token_counts_refuses_missing_stale_and_wrong_context(tmp_path):
-    with pytest.raises(NeedlepointError, match="missing; run `needlepoint local-model"):
-        require_token_counts(tmp_path, "f" * 64, 8192)
-    record = {"format": 1, "prepared_fingerprint": "a" * 64, "n_ctx": 8192, "fits": True}
-    (tmp_path / TOKEN_COUNTS_FILE).write_text(json.dumps(record))
-    with pytest.raises(NeedlepointError, match="another prepared folder"):
-        require_token_counts(tmp_path, "b" * 64, 8192)
-    with pytest.raises(NeedlepointError, match="n_ctx 8192, not 4096"):
-        require_token_counts(tmp_path, "a" * 64, 4096)
-    assert require_token_counts(tmp_path, "a" * 64, 8192)["fits"] is True
 
 
 # --- with the real server -----------------------------------------------------------------

@@ -450,25 +450,6 @@ def _renderer(
     return template, lambda body: render_messages(body["messages"]), {"messages": probe}
 
 
-def require_token_counts(prepared_dir: str | Path, fingerprint: str, n_ctx: int) -> dict[str, Any]:
-    """For the runner: the folder's token counts, refused when absent, stale or not fitting."""
-    from needlepoint.jsonio import read_json
-
-    path = Path(prepared_dir) / TOKEN_COUNTS_FILE
-    if not path.is_file():
-        raise NeedlepointError(
-            f"{path}: missing; run `needlepoint local-model tokenize-check {prepared_dir}` first"
-        )
-    record = read_json(path)
-    if not isinstance(record, dict) or record.get("format") != TOKEN_COUNTS_FORMAT:
-        raise NeedlepointError(f"{path}: unsupported format {record.get('format')!r}")
-    if record.get("prepared_fingerprint") != fingerprint:
-        raise NeedlepointError(f"{path}: counted for another prepared folder (fingerprint differs)")
-    if record.get("n_ctx") != n_ctx or record.get("fits") is not True:
-        raise NeedlepointError(f"{path}: counted for n_ctx {record.get('n_ctx')}, not {n_ctx}")
-    return record
-
-
 # A local request's timeout: this many times the measured time of the longest prompt, and never
 # under the floor the command was given. Why a multiple: the same prompt takes 2-4 times longer
 # when other work shares the two cores (docs/local-model.md), and a timeout is indeterminate,
