@@ -51,6 +51,7 @@ from urllib.parse import urlsplit
 
 from needlepoint.errors import NeedlepointError
 from needlepoint.local.live import KEY_ENV, PLACEHOLDER_KEY, check_compare_inputs, local_route
+from needlepoint.safeio import relative_path
 
 MARKER = "local-compare.json"
 MARKER_KIND = "needlepoint-local-compare"
@@ -445,7 +446,7 @@ def notebook_plan(
     """(source notebook, executed name, parameters) in order, with paths relative to the folder."""
 
     def rel(path: Path) -> str:
-        return Path(os.path.relpath(path.resolve(), layout.root.resolve())).as_posix()
+        return relative_path(path, layout.root)
 
     plan: list[tuple[str, str, dict[str, Any]]] = [
         ("01-design", "01-design", {"protocol_file": rel(protocol_path), "figures_dir": "figures"})

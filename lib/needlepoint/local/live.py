@@ -30,6 +30,7 @@ from needlepoint.pilot.folder import OnRecord, PilotRun, run_pilot
 from needlepoint.pilot.record import RUN_DIR
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import RunSummary, run_protocol
+from needlepoint.safeio import relative_path
 
 KEY_ENV = "NEEDLEPOINT_LOCAL_KEY"
 # The local server checks no key, but the runner insists on one from the environment.
@@ -105,7 +106,7 @@ def run_local_pipeline(
     if out.exists() and any(out.iterdir()):
         raise NeedlepointError(f"{out}: already exists; choose another label")
     # Notebooks run inside the evidence folder, so they get the protocol file relative to it.
-    relative_protocol = os.path.relpath(protocol_path.resolve(), out.resolve())
+    relative_protocol = relative_path(protocol_path, out)
     os.environ.setdefault(KEY_ENV, PLACEHOLDER_KEY)
     log = Path(tempfile.gettempdir()) / f"needlepoint-{date}-{label}-server.log"
     with served_model(model, n_ctx=n_ctx, log_path=log) as server:

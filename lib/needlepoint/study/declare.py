@@ -10,7 +10,6 @@ record; `audit-run` checks it. The file is never overwritten.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -36,7 +35,7 @@ from needlepoint.run.declaration import (
     published_place,
     read_declaration,
 )
-from needlepoint.safeio import read_limited
+from needlepoint.safeio import read_limited, relative_path
 from needlepoint.safetext import md_code
 from needlepoint.schema import document_bytes
 from needlepoint.study.registry import Registry, RunEntry, collect
@@ -107,10 +106,6 @@ def heads_under(root: Path) -> tuple[tuple[JournalHead, ...], tuple[AnalysisHead
     return heads, tuple(analyses)
 
 
-def _relative(target: Path, start: Path) -> str:
-    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
-
-
 def declare(
     plan_path: str | Path,
     out: str | Path,
@@ -146,7 +141,7 @@ def declare(
             raise NeedlepointError(
                 f"{amends}: made at {cited.record.time}, later than this amendment ({now})"
             )
-        previous = Amends(cited.sha256, _relative(cited.path, target.parent), cited.record.time)
+        previous = Amends(cited.sha256, relative_path(cited.path, target.parent), cited.record.time)
     record = DeclarationRecord(
         format=DECLARATION_FORMAT,
         version=DECLARATION_VERSION,
@@ -155,7 +150,7 @@ def declare(
         simulation=simulated,
         plan=plan,
         amends=previous,
-        root=_relative(base, target.parent),
+        root=relative_path(base, target.parent),
         heads=heads,
         analyses=analyses,
         code=None if simulated else current_code(),

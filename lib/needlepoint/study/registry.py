@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 import posixpath
 import re
 import subprocess
@@ -42,7 +41,7 @@ from typing import Any
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import sha256_hex
 from needlepoint.run.folder import read_run_record
-from needlepoint.safeio import is_output_file, replaced_folder
+from needlepoint.safeio import is_output_file, relative_path, replaced_folder
 from needlepoint.safetext import md_code
 from needlepoint.study.scan import Found, lenient_field, lenient_json, scan
 
@@ -174,7 +173,7 @@ def _shown(run_dir: Path, path: str, root: Path | None) -> str:
     if root is None:
         return path
     try:
-        return Path(os.path.relpath((run_dir / path).resolve(), root.resolve())).as_posix()
+        return relative_path(run_dir / path, root)
     except ValueError:
         return path
 
