@@ -270,6 +270,15 @@ def test_without_a_declaration_the_study_record_section_is_left_out(tmp_path: Pa
     assert record_lines([run], tmp_path, shown=["r"], undeclared=True) == [
         "`r` was started without a declaration."
     ]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "run.json").write_text("{}", encoding="utf-8")
+    # Two runs' lines are kept apart by one blank line, and nothing trails the last.
+    assert record_lines([run, other], tmp_path, shown=["r", "o"], undeclared=True) == [
+        "`r` was started without a declaration.",
+        "",
+        "`o` was started without a declaration.",
+    ]
     assert study_record_section([]) == []
     assert study_record_section(["x"]) == ["## The study record", "", "x", ""]
 
