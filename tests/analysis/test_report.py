@@ -147,7 +147,7 @@ def test_lengths_line_names_every_source_once_in_order() -> None:
     assert lengths_line(SimpleNamespace(lengths=[])) is None
 
 
-def _q1_doc(shapes: object) -> SimpleNamespace:
+def _q1_doc(shapes: object, lengths: tuple[int, ...] = (4,)) -> SimpleNamespace:
     rows = [
         _effect(measure="middle loss", similarity="mixed", length=4),
         _effect(measure="middle loss", similarity="low", length=4),
@@ -158,14 +158,19 @@ def _q1_doc(shapes: object) -> SimpleNamespace:
         effects=SimpleNamespace(measures=rows, cases=2, shapes=shapes),
         parameters=SimpleNamespace(confidence=0.95),
         context=SimpleNamespace(lengths=[]),
-        secondary=SimpleNamespace(accuracy=[SimpleNamespace(length=4)]),
+        secondary=SimpleNamespace(accuracy=[SimpleNamespace(length=n) for n in lengths]),
     )
 
 
 def test_q1_lines_without_a_shape_verdict_give_numbers_and_no_words() -> None:
     """An analysis.json written before shape verdicts: the composite alone never gets words."""
-    lines = q1_lines(_q1_doc(None))
-    assert "predates it, run `analyze` again" in lines[0]
+    lines = q1_lines(_q1_doc(None, lengths=(4, 8)))
+    assert lines[0] == (
+        "Q1, what shape is the position curve? (descriptive, not preregistered: (B + E)/2 − M "
+        "over the 2 complete cases, 95% case-cluster intervals; no shape verdict: this "
+        "analysis.json predates it, run `analyze` again)"
+    )
+    # With two lengths each line names its own (a single length would read the same either way).
     assert lines[1:] == [
         "  low similarity, 4 records: middle loss 0.5 [0.25, 0.75]",
         "  high similarity, 4 records: middle loss 0.5 [0.25, 0.75]",
@@ -181,13 +186,23 @@ def test_q1_lines_read_the_shape_with_both_contrasts_and_the_composite() -> None
         "high", 4, _contrast("B − M", 0.5, 0.25, 0.75, 0.0), _contrast("E − M", -0.1, -0.2, 0, 1),
         {"B": "8/8", "M": "4/8", "E": "3/8"}, "decline with position", "why",
     )  # fmt: skip
-    shapes = SimpleNamespace(method="Holm across the 2 contrasts", rows=[row], disagreements=["D"])
-    lines = q1_lines(_q1_doc(shapes))
-    assert "each judged by Holm across the 2 contrasts" in lines[0]
+    # A row whose similarity and length have no composite gets no "middle loss" tail.
+    bare = replace(row, length=8)
+    shapes = SimpleNamespace(
+        method="Holm across the 2 contrasts", rows=[row, bare], disagreements=["D"]
+    )
+    lines = q1_lines(_q1_doc(shapes, lengths=(4, 8)))
+    assert lines[0] == (
+        "Q1, what shape is the position curve? (descriptive, not preregistered: B − M and E − M "
+        "over the 2 complete cases, 95% case-cluster intervals; a U-shape needs both contrasts "
+        "above 0 (intersection-union), each judged by Holm across the 2 contrasts)"
+    )
     assert lines[1:] == [
         "  high similarity, 4 records: decline with position (B 8/8, M 4/8, E 3/8): why; no "
         "U-shape. B − M 0.5 [0.25, 0.75] (Holm p < 0.0001), E − M -0.1 [-0.2, 0] (Holm p 1); "
         "middle loss 0.5 [0.25, 0.75]",
+        "  high similarity, 8 records: decline with position (B 8/8, M 4/8, E 3/8): why; no "
+        "U-shape. B − M 0.5 [0.25, 0.75] (Holm p < 0.0001), E − M -0.1 [-0.2, 0] (Holm p 1)",
         "  Note: D.",
     ]
 
