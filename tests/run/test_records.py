@@ -499,6 +499,8 @@ CONTEXT = {
             "ctx: field sent[0].request_sha256: ",
         ),
         ({"sent": [{"seq": 1, "request_sha256": "c" * 64}]}, "ctx: field sent[0].time: "),
+        # Every entry is checked to be an object before any entry's fields are read.
+        ({"sent": [{}, 3]}, "ctx: field sent[1]: expected an object, found a number"),
         ({"prepared_files": {"plan.csv": "b"}}, "ctx: field prepared_files.plan.csv: "),
         ({"journal_records": -1}, "ctx: field journal_records: "),
     ],
