@@ -513,6 +513,9 @@ def test_a_malformed_context_manifest_is_refused_naming_the_field(
     from needlepoint.run.records import check_context_manifest
 
     assert check_context_manifest(dict(CONTEXT), "ctx") == CONTEXT
+    # A run stopped before its first request sent nothing and journalled nothing: still valid.
+    empty = {**CONTEXT, "sent": [], "journal_records": 0}
+    assert check_context_manifest(empty, "ctx") == empty
     with pytest.raises(NeedlepointError) as info:
         check_context_manifest({**CONTEXT, **change}, "ctx")
     assert str(info.value).startswith(message)
