@@ -82,6 +82,16 @@ def check(register: tuple[Entry, ...], files: dict[str, Path]) -> tuple[Entry, .
     return found
 
 
+def _stamp_so_far(state: RunState, todo: list[str]) -> None:
+    """Stamp the verdicts written so far; mutmut rewrites a results file in place, so one caught
+    half-written is left for the next tick (or the final stamp)."""
+    try:
+        verdicts = read_verdicts()
+    except ValueError:  # json's decode error
+        return
+    state.stamp(todo, verdicts)
+
+
 def measure(patterns: list[str], workers: int, keep: bool, table: dict) -> RunState:
     """Stage, then check every selected mutant without a verdict on the staged code."""
     say(f"staging the project in {STAGE.relative_to(ROOT)}")
@@ -95,7 +105,8 @@ def measure(patterns: list[str], workers: int, keep: bool, table: dict) -> RunSt
     say(f"{len(todo)} mutants to check")
     reset(todo, verdicts)
     try:
-        run_mutmut(state.mutmut_args(todo, patterns, verdicts), workers, len(todo))
+        args = state.mutmut_args(todo, patterns, verdicts)
+        run_mutmut(args, workers, len(todo), on_tick=lambda: _stamp_so_far(state, todo))
     finally:  # an interrupted run keeps what it measured, for --keep to resume
         state.stamp(todo, read_verdicts())
     return state

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +40,8 @@ MEMORY_LIMIT = 4 << 30  # bytes of address space per process (a worker needs abo
 NOT_MEASURED = ("docs/", "tools/", "tests/tools/", "tests/mutation_equivalents.toml")
 # mutmut's progress line, e.g. "120/1563  🎉 100 🫥 2  ⏰ 0  🤔 0  🙁 18  🔇 0  🧙 0"
 PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
+# How often the progress line is printed, and the verdicts so far stamped (seconds).
+TICK_S = 20.0
 PHASES = (
     "Generating mutants",
     "Running stats",
@@ -299,7 +301,10 @@ class RunState:
             "stats_fingerprint": self.stats_fingerprint,
             "stamps": self.stamps,
         }
-        STATE.write_text(json.dumps(data, sort_keys=True), "utf-8")
+        # Written aside and renamed: a run killed mid-write still leaves the last whole state.
+        part = STATE.with_name(STATE.name + ".part")
+        part.write_text(json.dumps(data, sort_keys=True), "utf-8")
+        part.replace(STATE)
 
     def current(self, key: str, verdicts: Verdicts) -> bool:
         """Whether a mutant's verdict was measured on the code and tests staged now."""
@@ -326,10 +331,14 @@ class RunState:
         self.save()
 
 
-def run_mutmut(args: list[str], workers: int, count: int) -> None:
+def run_mutmut(
+    args: list[str], workers: int, count: int, on_tick: Callable[[], None] = lambda: None
+) -> None:
     """Run ``mutmut run`` in STAGE, with progress on stderr and the full log in mutmut.log.
 
     mutmut counts every mutant it knows; the progress line counts the ``count`` checked now.
+    ``on_tick`` runs with each progress line, so a run killed outright (a session that ends, no
+    ``finally``) still keeps what it had measured.
     """
     exe = Path(sys.executable).with_name("mutmut")
     if not exe.exists():
@@ -358,7 +367,7 @@ def run_mutmut(args: list[str], workers: int, count: int) -> None:
             if progress and phase == PHASES[-1]:
                 now = [int(n) for i, n in enumerate(progress[-1]) if i != 1]
                 base = base or now  # what had a verdict before this run
-                if time.monotonic() - last >= 20:
+                if time.monotonic() - last >= TICK_S:
                     last = time.monotonic()
                     delta = [a - b for a, b in zip(now, base, strict=True)]
                     done, killed, no_tests, _, _, survived = delta
@@ -366,6 +375,7 @@ def run_mutmut(args: list[str], workers: int, count: int) -> None:
                         f"{done}/{count} mutants checked: {killed} killed, {survived} survived, "
                         f"{no_tests} reached by no test ({_clock(last - start)})"
                     )
+                    on_tick()
         code = proc.wait()
     if code != 0:
         log_text = (STAGE / "mutmut.log").read_text("utf-8", "replace").replace("\r", "\n")

@@ -237,6 +237,36 @@ def test_only_verdicts_reached_get_the_stamp(
     assert json.loads((tmp_path / "state.json").read_text())["stamps"] == state.stamps
 
 
+def test_verdicts_are_stamped_while_mutmut_runs_so_a_killed_run_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "mutmut"  # prints two progress lines, as mutmut does while it checks
+    fake.write_text(
+        "#!/bin/sh\necho 'Running mutation testing'\n"
+        'for n in 1 2; do echo "$n/2  🎉 $n 🫥 0  ⏰ 0  🤔 0  🙁 0"; sleep 0.2; done\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(run, "STAGE", tmp_path)
+    monkeypatch.setattr(run, "TICK_S", 0.0)
+    ticks: list[int] = []
+    run.run_mutmut([], 1, 2, on_tick=lambda: ticks.append(1))
+    assert len(ticks) >= 2  # once per progress line at least, not only when mutmut ends
+    assert "2/2" in (tmp_path / "mutmut.log").read_text()
+
+    monkeypatch.setattr(run, "STATE", tmp_path / "state.json")
+    (tmp_path / "mutants").mkdir()
+    meta = tmp_path / "mutants" / "m.py.meta"
+    meta.write_text('{"exit_code_by_key": {"m.x_f__mutmut_1": 1}, "durations_by_key": {}}')
+    state = run.RunState("fp")
+    mutate._stamp_so_far(state, ["m.x_f__mutmut_1"])
+    assert json.loads((tmp_path / "state.json").read_text())["stamps"] == {"m.x_f__mutmut_1": "fp"}
+    assert not (tmp_path / "state.json.part").exists()
+    meta.write_text('{"exit_code_by_key": {"m.x_f__mut')  # caught while mutmut rewrites it
+    mutate._stamp_so_far(run.RunState("fp2"), ["m.x_f__mutmut_1"])  # skipped, not a crash
+    assert json.loads((tmp_path / "state.json").read_text())["stamps"] == {"m.x_f__mutmut_1": "fp"}
+
+
 @pytest.mark.parametrize(
     ("log", "line"),
     [
