@@ -641,8 +641,10 @@ def test_a_runs_sessions_are_the_numbers_its_journal_records(
             r["session"] = 7
     journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
     rechain(journal)
-    context, sessions = run_facts(run_dir, prepared, ())
+    context, sessions = run_facts(run_dir, prepared, make_input(prepared).outcomes)
     assert (context.sessions, sorted(sessions.items())) == (1, [(1, 7), (2, 7), (3, 7), (4, 7)])
+    # Unless told the run was simulated, its usage is the endpoint's.
+    assert {size.source for size in context.lengths} == {USAGE}
 
 
 def test_token_counts_of_other_materials_fall_back_to_usage(tmp_path: Path) -> None:

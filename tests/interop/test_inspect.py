@@ -24,7 +24,7 @@ from needlepoint.analysis.inputs import from_run
 from needlepoint.design.prepared import load_prepared, prepare
 from needlepoint.errors import NeedlepointError
 from needlepoint.interop.export import TASK_NAME, export_inspect
-from needlepoint.interop.inspect_import import check_request, import_inspect
+from needlepoint.interop.inspect_import import IMPORT_NAME, check_request, import_inspect
 from needlepoint.schema import to_plain
 
 INSPECT = Path(sys.executable).parent / "inspect"
@@ -125,8 +125,11 @@ def test_inspect_round_trip_matches_a_native_run(
         live(prepared, native, srv, allow=32)
     assert comparable(imported) == comparable(native)
     summary = build_document(from_run(imported))
-    assert summary.run.source.startswith("inspect_ai 0.3.285 log, imported")
-    assert "not by needlepoint's runner" in (summary.run.unverified or "")
+    assert summary.run.source == f"inspect_ai 0.3.285 log, imported ({IMPORT_NAME})"
+    assert summary.run.unverified == (
+        "executed by inspect_ai 0.3.285, not by needlepoint's runner; the request bytes and the "
+        f"order were not controlled ({IMPORT_NAME} lists what was verified)"
+    )
 
     assert run_cli(["audit-run", str(imported)])[0] == 0
     code, out, err = run_cli(
