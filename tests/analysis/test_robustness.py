@@ -44,6 +44,7 @@ from needlepoint.analysis.inputs import Outcome, from_run
 from needlepoint.analysis.primary import preregistered_numerators, primary, scores
 from needlepoint.analysis.record import ModelFit, Primary, Scenario, SecondInterval, SignFlip
 from needlepoint.analysis.robustness import (
+    BCA,
     SIGN_FLIP_EXACT_MAX,
     _design,
     _fit,
@@ -56,6 +57,7 @@ from needlepoint.analysis.robustness import (
     robustness,
     separated_cell,
     sign_flip,
+    verdict_text,
 )
 from needlepoint.design.prepared import Prepared
 
@@ -256,6 +258,17 @@ def test_leaving_each_case_out_in_turn() -> None:
     )
 
 
+def test_leaving_one_out_from_a_shared_draw_refuses_cases_and_numerators_that_differ() -> None:
+    # Above the exact limit the bounds come from one shared draw, one per numerator: a case
+    # list of another length would name them wrongly, so it is refused, not cut short.
+    params = analysis_params(exact_bootstrap_max_cases=2, bootstrap_resamples=200)
+    nums = [2, 0, 2, 2, 1]
+    assert len(leave_one_out(["S1", "S2", "S3", "S4", "S5"], nums, 2, params, "supported")) == 5
+    for cases in (["S1", "S2", "S3", "S4"], ["S1", "S2", "S3", "S4", "S5", "S6"]):
+        with pytest.raises(ValueError, match="zip"):
+            leave_one_out(cases, nums, 2, params, "supported")
+
+
 def test_leaving_out_the_only_case_leaves_nothing_to_decide() -> None:
     assert leave_one_out([], [], 2, analysis_params(), "supported") == ()
     [row] = leave_one_out(["S1"], [2], 2, analysis_params(min_complete_cases=0), "supported")
@@ -265,6 +278,16 @@ def test_leaving_out_the_only_case_leaves_nothing_to_decide() -> None:
         "not evaluable",
         True,
     )
+
+
+def test_any_one_other_method_that_agrees_is_named_in_a_robust_verdict() -> None:
+    agreeing = SecondInterval(BCA, 0.95, 0.1, 0.4, 1000, 1, "", True)
+    fit = ModelFit(LINEAR, SANDWICH, 4, 0.2, 0.05, 3, 0.1, 0.3, 0.01, "", True)
+    for flip, second, models in ((None, agreeing, ()), (None, None, (fit,))):
+        assert verdict_text((), (), flip, second, models) == (
+            "robust: no missing cell and no other method changes it"
+        )
+    assert verdict_text((), (), None, None, ()) == "robust: no missing cell changes it"
 
 
 # robustness ------------------------------------------------------------------------------------
@@ -730,6 +753,19 @@ def test_a_fit_agrees_when_the_rule_on_its_lower_bound_gives_the_decision(
     assert fit.agrees is agrees
 
 
+def test_a_fit_whose_lower_bound_is_exactly_0_does_not_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The rule needs the lower bound above 0. Contrasts +1 and −1 give an estimate of exactly 0,
+    # and a t quantile of 0 makes the interval that one point, so the bound is 0 itself.
+    answers = {"S1": (1, 1, 1, 1, 0, 1), "S2": (1, 0, 1, 1, 1, 1)}
+    y, x, groups, contrast, _ = design_of(answers)
+    monkeypatch.setattr(stats.t, "ppf", lambda q, df: 0.0)
+    fit = _fit(LINEAR, y, x, groups, contrast, Fraction(7, 6), "not supported", analysis_params())
+    assert (fit.estimate, fit.lower, fit.upper) == (0.0, 0.0, 0.0) and fit.se > 0
+    assert fit.agrees is True  # not passed, as decided
+
+
 def test_the_interval_follows_the_confidence_level() -> None:
     y, x, groups, contrast, _ = design_of(VARIED)
     params = analysis_params(confidence=0.8)
@@ -936,6 +972,22 @@ def test_bca_is_scipys_with_the_protocols_seed() -> None:
 def test_bca_says_why_it_has_no_interval(values: list[int], note: str) -> None:
     r = bca(values, 4, analysis_params())
     assert (r[0], r[1], r[4]) == (None, None, note)
+
+
+@pytest.mark.parametrize("bounds", [(float("nan"), 0.5), (0.1, float("inf")), (np.nan, np.nan)])
+def test_bca_with_either_bound_not_finite_has_no_interval(
+    bounds: tuple[float, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scipy gives NaN (with a warning) when the jackknife's acceleration degenerates; one bare
+    # bound is as undefined as two.
+    interval = NamedTuple("CI", [("low", float), ("high", float)])(*bounds)
+    result = NamedTuple("Res", [("confidence_interval", tuple)])(interval)
+    monkeypatch.setattr(stats, "bootstrap", lambda *a, **k: result)
+    p = analysis_params(bootstrap_resamples=500, bootstrap_seed=3)
+    assert bca_interval([1, 2, 3], 4, p, supported=True) == SecondInterval(
+        BCA, float(p.confidence), None, None, 500, 3,
+        "undefined: the BCa correction is not finite", None,
+    )  # fmt: skip
 
 
 def test_the_signed_sums_are_counted_from_the_lowest() -> None:

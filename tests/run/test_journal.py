@@ -640,6 +640,30 @@ def test_journal_state_keeps_each_seqs_first_attempt_and_adds_up_known_costs() -
     assert state.spent == 0.75 and state.unknown_cost == [3]
 
 
+def test_the_timeline_is_each_record_without_its_body_in_journal_order() -> None:
+    # The readers that date a run (its context, a declaration's window) see the journal's records
+    # in order, with only type, time and the seq or session each names.
+    from needlepoint.run.journal import JournalState
+
+    t = [f"2026-12-01T00:00:0{i}Z" for i in range(6)]
+    records = [
+        {"n": 0, "type": "session", "time": t[0], "session": 1},
+        {"n": 1, "type": "attempt", "seq": 2, "time": t[1]},
+        {"n": 2, "type": "stop", "time": t[2], "reason": "allowance", "detail": "x"},
+        {"n": 3, "type": "session", "time": t[3], "session": 2},
+        {"n": 4, "type": "outcome", "seq": 2, "time": t[4]},
+        {"n": 5, "type": "attempt", "seq": 7, "time": t[5]},
+    ]
+    assert JournalState.of(records).timeline() == [
+        {"type": "session", "time": t[0], "session": 1},
+        {"type": "attempt", "time": t[1], "seq": 2},
+        {"type": "stop", "time": t[2]},
+        {"type": "session", "time": t[3], "session": 2},
+        {"type": "outcome", "time": t[4], "seq": 2},
+        {"type": "attempt", "time": t[5], "seq": 7},
+    ]
+
+
 @pytest.mark.parametrize(
     ("usage", "why"),
     [
