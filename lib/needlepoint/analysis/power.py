@@ -44,9 +44,9 @@ from needlepoint.analysis.bootstrap import (
 from needlepoint.analysis.figures import stable_figure
 from needlepoint.analysis.primary import evaluable, meets_rule, numerators
 from needlepoint.analysis.record import AnalysisParameters
+from needlepoint.design.schema import CONDITIONS
 from needlepoint.errors import NeedlepointError
 
-CONDITIONS = ("B", "M", "E", "A")
 MAX_CASE_SD = 10.0  # on the logit scale: beyond it every case is at 0 or 1 anyway
 
 

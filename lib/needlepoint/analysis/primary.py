@@ -41,6 +41,7 @@ from needlepoint.analysis.record import (
     PairValues,
     Primary,
 )
+from needlepoint.design.schema import SIMILARITIES
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not supported"
@@ -48,7 +49,6 @@ NOT_EVALUABLE = "not evaluable"
 SIMULATION_BANNER = "SIMULATION — not a model result"
 
 POSITIONS = ("B", "M", "E")  # the answer-present conditions, in the order cells hold them
-SIMILARITIES = ("low", "high")
 DIFFERENCE = "high − low"
 # measure -> (coefficients of B, M, E per block, denominator per block)
 MEASURES: dict[str, tuple[tuple[int, int, int], int]] = {

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import needlepoint
-from needlepoint.analysis.depth import SIMILARITIES, DepthAnalysis, Interval, analyze_depth
+from needlepoint.analysis.depth import DepthAnalysis, Interval, analyze_depth
 from needlepoint.analysis.depth.report import depth_axis, finish_panels, write_depth
 from needlepoint.analysis.document import build_document
 from needlepoint.analysis.figures import stable_figure
@@ -48,6 +48,7 @@ from needlepoint.compare.record import (
 from needlepoint.compare.report import GRID_FIGURE, comparison_markdown, run_name, write_grid
 from needlepoint.design.profiles import body_profile
 from needlepoint.design.protocol import design_fingerprint
+from needlepoint.design.schema import SIMILARITIES
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
 from needlepoint.run.folder import read_run_record

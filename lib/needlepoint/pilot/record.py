@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from needlepoint.analysis.power import MAX_SIMULATIONS
 from needlepoint.design.protocol import design_fingerprint
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex, write_bytes_atomic
@@ -146,7 +147,6 @@ def read_pilot_record(folder: str | Path) -> PilotRecord:
 REQUESTS_PER_PAIR = 8  # two similarity blocks of four conditions
 # The work bound is in simulated cases (about 0.65 million a second on a shared 2-core machine).
 MAX_SEARCH_CASES = 1024
-MAX_SIMULATIONS = 1_000_000
 MAX_SEARCH_WORK = 40_000_000
 
 

@@ -43,10 +43,9 @@ import numpy as np
 from needlepoint.analysis.inputs import AnalysisInput, Outcome
 from needlepoint.analysis.record import AnalysisParameters, Scenario, ShapeRow, SignFlip
 from needlepoint.analysis.robustness import sign_flip, verdict_text
+from needlepoint.design.schema import SIMILARITIES
 from needlepoint.errors import NeedlepointError
 
-SIMILARITIES = ("low", "high")
-CONTRASTS = ("ends-minus-interior", "ends-minus-centre", "first-minus-last")
 FORMAT = "needlepoint-depth-analysis"
 VERSION = 1
 SUPPORTED, NOT_SUPPORTED, UNDECIDED = "supported", "not supported", "not decided"

@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from needlepoint.analysis.depth import FORMAT, SIMILARITIES, VERSION, DepthAnalysis, Interval
+from needlepoint.analysis.depth import FORMAT, VERSION, DepthAnalysis, Interval
 from needlepoint.analysis.figures import add_note, stable_figure
 from needlepoint.analysis.primary import SIMULATION_BANNER
 from needlepoint.analysis.report import p_text
+from needlepoint.design.schema import SIMILARITIES
 from needlepoint.safeio import is_output_file, replaced_folder, write_bytes_atomic
 
 FIGURES = {"lines": "accuracy_by_depth.png", "heatmap": "depth_by_length_heatmap.png"}
