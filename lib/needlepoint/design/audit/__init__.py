@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from needlepoint.design import schema
-from needlepoint.design.audit_positions import around, drawn_slots, insertion, williams
+from needlepoint.design.audit.positions import around, drawn_slots, insertion, williams
 from needlepoint.design.schema import (
     DATA_FILES,
     DESIGN_FIELDS,
