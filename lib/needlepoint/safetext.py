@@ -28,8 +28,9 @@ from typing import Any
 # separators end a line in some terminals and editors; the bidirectional controls (embeddings,
 # overrides, isolates and marks) reorder what is displayed around them.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-# A lone surrogate: a byte of a file name that is not UTF-8 (surrogateescape).
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# A lone surrogate: a byte of a file name that is not UTF-8 (surrogateescape), or a JSON
+# "\ud800" escape; either is no text. The one copy: the design files and the answers use it too.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -40,7 +41,7 @@ def _escape(match: re.Match[str]) -> str:
 def terminal(value: object) -> str:
     """``value`` as text that prints as exactly one line and changes nothing on the terminal."""
     text = _UNSAFE.sub(_escape, str(value))
-    return _SURROGATE.sub(_escape, text)
+    return SURROGATE.sub(_escape, text)
 
 
 # The ASCII punctuation that Markdown (CommonMark, GFM tables, Jupyter's ``$`` maths) reads as

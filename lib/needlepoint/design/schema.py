@@ -23,6 +23,7 @@ from typing import Any
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import decode_utf8, jsonl_values
 from needlepoint.safeio import read_limited
+from needlepoint.safetext import SURROGATE
 from needlepoint.schema import Fields, is_int, is_number
 
 # Size limits, checked before anything is generated (PROTOCOL.md, "Limits").
@@ -46,7 +47,6 @@ MAX_TOKENS = 2**31 - 1
 MAX_EXACT_BOOTSTRAP = 13
 MAX_RESAMPLES = 1_000_000
 MAX_BOOTSTRAP_BYTES = 2 * 1024**3
-_SURROGATE = re.compile("[\ud800-\udfff]")
 CODE_PATTERN = r"[A-Z]{2}-[0-9]{4}"
 SIMILARITIES = ("low", "high")
 CONDITIONS = ("B", "M", "E", "A")
@@ -264,7 +264,7 @@ def _nested(f: Fields, name: str) -> Fields:
 
 def _no_surrogates(value: Any, f: Fields, path: str = "") -> None:
     if isinstance(value, str):
-        if _SURROGATE.search(value):
+        if SURROGATE.search(value):
             raise f.fail(path or "value", "holds a lone surrogate, which is not Unicode text")
     elif isinstance(value, dict):
         for key, item in value.items():

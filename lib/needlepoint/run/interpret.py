@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from needlepoint.safetext import SURROGATE as _SURROGATE  # the one copy of the rule
 
 # Deeper than any chat-completions answer (about 7 levels), shallow enough that no recursive
 # encoder or decoder downstream can run out of stack.
@@ -30,7 +31,6 @@ USAGE_TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 # (hundreds of MB). A chat answer holds a few hundred values; refusing past a million keeps the
 # memory of interpreting any body bounded. Counted on the raw bytes before parsing.
 MAX_JSON_VALUES = 1_000_000
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 UNPARSABLE = "unparsable_json"
 TOO_DEEP = "json_too_deep"
