@@ -33,6 +33,10 @@ from needlepoint.errors import NeedlepointError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# Bounds on any walk of a user's folder (an evidence root, a context folder): a symbolic link to
+# a large or looping tree must end in one line, not exhaust the machine.
+WALK_MAX_ENTRIES = 100_000
+WALK_MAX_DEPTH = 64
 
 
 def _kind(mode: int) -> str:

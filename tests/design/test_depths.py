@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from needlepoint.cli import main
-from needlepoint.design.audit import positions as audit_mod
 from needlepoint.design import positions
 from needlepoint.design.audit import audit_prepared
+from needlepoint.design.audit import positions as audit_mod
 from needlepoint.design.prepared import prepare, prepare_protocol
 from needlepoint.design.protocol import (
     design_fingerprint,

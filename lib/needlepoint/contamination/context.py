@@ -29,11 +29,9 @@ from needlepoint.jsonio import (
     sha256_hex,
     write_bytes_atomic,
 )
+from needlepoint.safeio import WALK_MAX_DEPTH as MAX_DEPTH
+from needlepoint.safeio import WALK_MAX_ENTRIES as MAX_ENTRIES
 from needlepoint.schema import IN_MEMORY, Fields, fields_plain, to_plain
-
-# Bounds on a walk: a symlink to a large folder must end in one line, not exhaust the machine.
-MAX_ENTRIES = 100_000
-MAX_DEPTH = 64
 
 # Files that coding agents load on their own at the start of a session, and the folders
 # where they keep memory and notes between sessions.

@@ -18,9 +18,9 @@ from needlepoint.jsonio import read_json
 from needlepoint.pilot.folder import OnRecord, index_materials, record_overlap, request_hashes
 from needlepoint.run.folder import RUN_NAME, read_run_record
 from needlepoint.run.journal import JOURNAL_NAME
+from needlepoint.safeio import WALK_MAX_DEPTH as MAX_DEPTH
+from needlepoint.safeio import WALK_MAX_ENTRIES as MAX_ENTRIES
 
-MAX_ENTRIES = 100_000
-MAX_DEPTH = 64
 # A JSON file larger than this is no declaration or calibration record of ours.
 MAX_RECORD_BYTES = 16 << 20
 _MARKS = (b'"needlepoint-declaration"', b'"needlepoint-calibration"', b'"seeds"')
