@@ -718,6 +718,12 @@ def refusal(path: Path) -> str:
     return str(caught.value)
 
 
+def test_every_number_column_has_its_limit() -> None:
+    from needlepoint.analysis.inputs import _FLOAT_FIELDS, _INT_FIELDS, NUMBER_LIMITS
+
+    assert sorted(NUMBER_LIMITS) == sorted((*_INT_FIELDS, *_FLOAT_FIELDS))
+
+
 def test_a_results_table_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
     assert refusal(tmp_path / "none.csv") == f"{tmp_path / 'none.csv'}: file not found"
     (tmp_path / "dir.csv").mkdir()
