@@ -123,6 +123,19 @@ def test_each_refusal_names_file_line_and_field_in_full(
     assert refused(prepared, edited(prepared, index, **fields)) == message
 
 
+def test_a_number_of_40_characters_is_read_and_one_of_41_is_refused_unparsed(
+    prepared: Prepared,
+) -> None:
+    # No number inside any limit needs more than 40 characters, so longer text is refused
+    # before int() or float() sees it (a 4,000-digit int() is slow).
+    rows = edited(prepared, 7, latency_s="0" * 38 + ".5")
+    outcomes, _, _ = validate_rows(list(enumerate(rows, start=2)), prepared, "t.csv")
+    assert next(o for o in outcomes if o.seq == int(rows[7]["seq"])).latency_s == 0.5
+    assert refused(prepared, edited(prepared, 7, prompt_tokens="0" * 40 + "1")) == (
+        "t.csv:9: field prompt_tokens: 41 characters, not a number from 0 to 9.0072e+15"
+    )
+
+
 RESPONSE_FIELDS = ["response_text", "http_status", "prompt_tokens", "completion_tokens",
                    "reasoning_tokens", "latency_s"]  # fmt: skip
 
