@@ -131,9 +131,26 @@ def test_a_number_of_40_characters_is_read_and_one_of_41_is_refused_unparsed(
     rows = edited(prepared, 7, latency_s="0" * 38 + ".5")
     outcomes, _, _ = validate_rows(list(enumerate(rows, start=2)), prepared, "t.csv")
     assert next(o for o in outcomes if o.seq == int(rows[7]["seq"])).latency_s == 0.5
+    # A number exactly at its limit is read (the limit is the largest allowed, not the first
+    # refused).
+    rows = edited(prepared, 7, latency_s="172800")
+    outcomes, _, _ = validate_rows(list(enumerate(rows, start=2)), prepared, "t.csv")
+    assert next(o for o in outcomes if o.seq == int(rows[7]["seq"])).latency_s == 2 * 86_400
     assert refused(prepared, edited(prepared, 7, prompt_tokens="0" * 40 + "1")) == (
         "t.csv:9: field prompt_tokens: 41 characters, not a number from 0 to 9.0072e+15"
     )
+
+
+def test_a_wrong_code_is_placed_before_or_after_the_target_only_with_near_codes() -> None:
+    from needlepoint.analysis.inputs import near_side
+
+    row = {"status": "error", "response_text": " QX-2001 "}
+    answer = {"near_before": 1, "near_codes": ["AB-1000", "QX-2001"]}
+    assert near_side(row, answer) == "after"
+    assert near_side(row, {**answer, "near_before": 2}) == "before"
+    # An answer key without near codes (a design with no near names) places nothing.
+    assert near_side(row, {"near_before": 1}) is None
+    assert near_side({**row, "status": "correct"}, answer) is None
 
 
 RESPONSE_FIELDS = ["response_text", "http_status", "prompt_tokens", "completion_tokens",
