@@ -249,6 +249,18 @@ def test_garbage_line_is_named(tmp_path):
     assert any(":2: not a JSON line" in p for p in report.problems)
 
 
+def test_a_line_past_the_limit_is_named_with_the_limit_and_not_read(tmp_path, monkeypatch):
+    run = make(tmp_path, 2)
+    ls = lines(run)
+    limit = max(len(line) for line in ls) + 8
+    monkeypatch.setattr(jmod, "MAX_LINE_BYTES", limit)
+    ls.insert(1, b"x" * (limit + 40) + b"\n")
+    _rewrite(run, ls)
+    problems = read_chain(run).problems
+    where = f"{run / JOURNAL_NAME}:2"
+    assert problems[0] == f"{where}: longer than the limit of {limit} bytes (not read)"
+
+
 def test_a_failed_append_or_head_write_is_one_line_naming_the_file(tmp_path, monkeypatch):
     with Journal(tmp_path, fsync=False) as j:
         j.append("attempt", **attempt(1))
