@@ -249,6 +249,19 @@ def test_garbage_line_is_named(tmp_path):
     assert any(":2: not a JSON line" in p for p in report.problems)
 
 
+def test_a_folder_with_colons_in_its_name_reads_its_line_numbers_right(tmp_path):
+    # Each problem names "path:line"; the line number is read back from the right, since a
+    # folder may be called "run:2026-12-07 10:00".
+    run = tmp_path / "run:2026-12-07 10:00"
+    run.mkdir()
+    make(run, 3)
+    assert read_chain(run).problems == ()
+    ls = lines(run)
+    del ls[1]
+    _rewrite(run, ls)
+    assert f"{run / JOURNAL_NAME}:2: field n: expected 1, found 2" in read_chain(run).problems
+
+
 def test_a_line_past_the_limit_is_named_with_the_limit_and_not_read(tmp_path, monkeypatch):
     run = make(tmp_path, 2)
     ls = lines(run)
