@@ -44,7 +44,7 @@ from needlepoint.analysis.bootstrap import (
 from needlepoint.analysis.figures import stable_figure
 from needlepoint.analysis.primary import evaluable, meets_rule, numerators
 from needlepoint.analysis.record import AnalysisParameters
-from needlepoint.design.schema import CONDITIONS
+from needlepoint.design.schema import CONDITIONS, MAX_SIMULATIONS
 from needlepoint.errors import NeedlepointError
 
 MAX_CASE_SD = 10.0  # on the logit scale: beyond it every case is at 0 or 1 anyway
@@ -145,7 +145,6 @@ def mc_se(power: float, simulations: int) -> float:
 
 # Limits checked before anything is allocated (docs/analysis.md, "Power").
 MAX_POWER_CASES = 10_000
-MAX_SIMULATIONS = 1_000_000
 MAX_POWER_BYTES = 2 * 1024**3
 # The total work of a study, in case-operations: every design x every added loss x every run x
 # every case x (its request slots + the bootstrap resamples). The memory bound above is per

@@ -47,6 +47,9 @@ MAX_TOKENS = 2**31 - 1
 MAX_EXACT_BOOTSTRAP = 13
 MAX_RESAMPLES = 1_000_000
 MAX_BOOTSTRAP_BYTES = 2 * 1024**3
+# Power and the pilot's calibration: simulated studies per design (analysis.power, pilot.record),
+# here so that `--help` can name the bound without loading numpy.
+MAX_SIMULATIONS = 1_000_000
 CODE_PATTERN = r"[A-Z]{2}-[0-9]{4}"
 SIMILARITIES = ("low", "high")
 CONDITIONS = ("B", "M", "E", "A")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from needlepoint.analysis.power import MAX_SIMULATIONS
 from needlepoint.design.protocol import design_fingerprint
+from needlepoint.design.schema import MAX_SIMULATIONS
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import canonical_bytes, sha256_hex, write_bytes_atomic
 from needlepoint.schema import AddedLater, document_bytes, read_versioned
