@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,21 @@ tqdm.tqdm.set_lock(threading.RLock())
 def reference_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A freshly prepared reference folder; treat as read-only."""
     return prepare(tmp_path_factory.mktemp("ref") / "prepared")
+
+
+@pytest.fixture
+def hears_sigint() -> Iterator[None]:
+    """Python's own Ctrl-C handler for a test that sends SIGINT to its own process.
+
+    A test session started in the background (`make test &`, `nohup`, a CI step without job
+    control) inherits an ignored SIGINT, and Python then installs no KeyboardInterrupt handler:
+    the signal was dropped and the test failed with "DID NOT RAISE" only when run that way.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

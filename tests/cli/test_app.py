@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
-import signal
 import subprocess
 import sys
 import time
 import weakref
 from pathlib import Path
+
+import pytest
 
 import needlepoint
 from needlepoint.cli import app
@@ -123,6 +124,7 @@ def test_ctrl_c_says_how_to_resume_where_the_command_resumes(monkeypatch, capsys
     assert capsys.readouterr().err == "needlepoint prepare: interrupted\n"
 
 
+@pytest.mark.usefixtures("hears_sigint")
 def test_ctrl_c_inside_a_garbage_collector_callback_still_interrupts(monkeypatch, capsys) -> None:
     # Python cannot raise from a weakref callback: it printed "Exception ignored in ..." with a
     # traceback and carried on (seen once as a Ctrl-C during `analyze` in the readers test).
@@ -142,12 +144,7 @@ def test_ctrl_c_inside_a_garbage_collector_callback_still_interrupts(monkeypatch
         return 0
 
     monkeypatch.setattr("needlepoint.cli.design._cmd_prepare", collected)
-    # Python's own Ctrl-C handler, whatever this process inherited (a runner may ignore SIGINT).
-    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     before = sys.unraisablehook
-    try:
-        assert app.main(["prepare", "--out", "x"]) == 130
-    finally:
-        signal.signal(signal.SIGINT, handler)
+    assert app.main(["prepare", "--out", "x"]) == 130
     assert capsys.readouterr().err == "needlepoint prepare: interrupted\n"
     assert sys.unraisablehook is before  # put back when the command ends

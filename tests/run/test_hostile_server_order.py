@@ -146,6 +146,7 @@ def test_audit_run_names_the_first_seq_sent_out_of_plan_order(
 
 
 # Class 8: Ctrl-C lands after the whole answer arrived, before the connection closed.
+@pytest.mark.usefixtures("hears_sigint")
 def test_an_interrupt_after_the_answer_arrived_keeps_status_headers_and_body(
     small: Path, tmp_path: Path
 ) -> None:
