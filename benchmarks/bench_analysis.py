@@ -35,7 +35,7 @@ from support.results import make_rows, middle_loss, write_csv
 
 from needlepoint.analysis.bootstrap import percentile_interval
 from needlepoint.analysis.document import analyze_results
-from needlepoint.analysis.power import design_index, power_grid, simulate_runs
+from needlepoint.analysis.power import design_index, power_grid, run_numerators, simulate_answers
 from needlepoint.analysis.primary import decide
 from needlepoint.analysis.record import AnalysisParameters
 from needlepoint.design.prepared import load_prepared, prepare
@@ -158,7 +158,7 @@ def bench_power(repeats: int) -> None:
         u = (rng.random((runs, len(slots))), rng.random((runs, len(slots))))
         acc = {(s, c): 0.9 for s in ("low", "high") for c in "BMEA"}
         acc[("high", "M")] = 0.6
-        nums, complete = simulate_runs(protocol, n, acc, 0.0, u, 2)
+        nums, complete = run_numerators(simulate_answers(protocol, n, acc, 0.0, u, 2))
         start = time.perf_counter()
         for r in range(runs):
             decide(list(nums[r][complete[r]]), 4, params)

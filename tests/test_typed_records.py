@@ -24,7 +24,6 @@ from needlepoint.run import options, records
 # (module, qualified name, parameter or "return") -> why a plain dict is right there.
 ALLOWED = {
     ("analysis.power", "design_index", "protocol"): "the protocol (design/, not this issue)",
-    ("analysis.power", "simulate_runs", "protocol"): "the protocol",
     ("analysis.power", "simulate_answers", "protocol"): "the protocol",
     ("analysis.depth.power", "depth_model", "protocol"): "the protocol",
     ("analysis.depth.power", "depth_power_grid", "protocol"): "the protocol",

@@ -1,6 +1,6 @@
 """Design sensitivity: the vectorised simulation must make the analysis's own decisions.
 
-- The simulation against plain loops: ``simulate_runs`` and ``decide_runs`` are vectorised for
+- The simulation against plain loops: ``run_numerators`` and ``decide_runs`` are vectorised for
   speed; the references below walk one run at a time in execution order, as the runner and the
   analysis would: count consecutive failures, stop after ``stop_after`` of them, call a case
   complete only when every one of its requests was sent and valid, then decide with the
@@ -11,7 +11,7 @@
   ``_resample_counts`` returns are its result: both are observable, so both are pinned here.
 - The power model's per-similarity rates, spread and standard errors, and two fixed defects:
   ``decide_runs`` once multiplied exact counts by alpha's denominator in int64 (with 13 exact
-  cases and a non-round confidence that overflowed silently, or raised); ``simulate_runs`` once
+  cases and a non-round confidence that overflowed silently, or raised); ``run_numerators`` once
   built a sliding window longer than the run when the stop count exceeded the request slots.
   Both are pinned at the schema's extremes.
 - `needlepoint power`'s lines, files and curve: every line a reader gets, the table written
@@ -54,8 +54,9 @@ from needlepoint.analysis.power import (
     power_bytes,
     power_curve,
     power_grid,
+    run_numerators,
     sensitivity_lines,
-    simulate_runs,
+    simulate_answers,
 )
 from needlepoint.analysis.primary import NOT_EVALUABLE, SUPPORTED, decide, primary
 from needlepoint.analysis.record import AnalysisParameters
@@ -101,7 +102,9 @@ def test_simulated_runs_match_the_analysis_of_the_same_outcomes(prepared: Prepar
     runs = 12
     uniforms = (rng.random((runs, len(slots))), rng.random((runs, len(slots))))
     acc = accuracy(0.9, 0.7, 0.9, 0.9, 0.3)
-    nums, complete = simulate_runs(protocol, 8, acc, 0.04, uniforms, stop_after=2)
+    nums, complete = run_numerators(
+        simulate_answers(protocol, 8, acc, 0.04, uniforms, stop_after=2)
+    )
     plan = {p.seq: p for p in prepared.plan}
     for r in range(runs):
         # Rebuild the same run as a results table and give it to the real analysis.
@@ -142,11 +145,15 @@ def test_stop_rule_leaves_the_rest_unexecuted() -> None:
     fails[0, [10, 11]] = 0.0  # two consecutive failures at columns 10 and 11
     fails[0, 3] = 0.0  # a single failure does not stop the run
     acc = accuracy(1, 1, 1, 1, 0)
-    _, complete = simulate_runs(protocol, 8, acc, 0.5, (answers, fails), stop_after=2)
+    _, complete = run_numerators(
+        simulate_answers(protocol, 8, acc, 0.5, (answers, fails), stop_after=2)
+    )
     # Columns 0-15 are the first case's two pairs: the run stops at column 11, so that case and
     # every case after it are incomplete.
     assert not complete.any()
-    _, complete = simulate_runs(protocol, 8, acc, 0.5, (answers, fails), stop_after=0)
+    _, complete = run_numerators(
+        simulate_answers(protocol, 8, acc, 0.5, (answers, fails), stop_after=0)
+    )
     # Without the stop rule only the first case (all three failures are in it) drops.
     assert complete.sum() == 7 and not complete[0, design_index(protocol, 8)[1][0].case_index]
 
@@ -438,8 +445,8 @@ def test_a_stop_count_at_or_above_the_slots_never_raises(extra: int) -> None:
     uniforms = (rng.random((50, len(slots))), rng.random((50, len(slots))))
     acc = {(s, c): 0.9 for s in ("low", "high") for c in "BMEA"}
     stop = len(slots) + extra
-    nums, complete = simulate_runs(PROTOCOL, n, acc, 1.0, uniforms, stop)
-    never = simulate_runs(PROTOCOL, n, acc, 1.0, uniforms, 0)
+    nums, complete = run_numerators(simulate_answers(PROTOCOL, n, acc, 1.0, uniforms, stop))
+    never = run_numerators(simulate_answers(PROTOCOL, n, acc, 1.0, uniforms, 0))
     if extra:
         # More failures in a row than requests cannot happen: the run is never stopped.
         np.testing.assert_array_equal(nums, never[0])
@@ -456,7 +463,7 @@ def test_a_stop_count_equal_to_the_slots_still_stops_an_all_failed_run() -> None
     _, slots = design_index(PROTOCOL, 1)
     uniforms = (np.zeros((1, len(slots))), np.zeros((1, len(slots))))
     acc = {(s, c): 1.0 for s in ("low", "high") for c in "BMEA"}
-    _, complete = simulate_runs(PROTOCOL, 1, acc, 0.5, uniforms, len(slots))
+    _, complete = run_numerators(simulate_answers(PROTOCOL, 1, acc, 0.5, uniforms, len(slots)))
     assert complete.tolist() == [[False]]
 
 
@@ -641,14 +648,16 @@ def loop_runs(n_cases, accuracy, failure_rate, uniforms, stop_after):
     stop_after=st.integers(0, 3),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_simulate_runs_matches_a_loop_in_execution_order(
+def test_run_numerators_matches_a_loop_in_execution_order(
     n_cases: int, failure_rate: float, stop_after: int, seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
     acc = {(s, c): float(rng.random()) for s in ("low", "high") for c in CONDITIONS}
     cols = len(design_index(PROTOCOL, n_cases)[1])
     uniforms = (rng.random((5, cols)), rng.random((5, cols)))
-    got = simulate_runs(PROTOCOL, n_cases, acc, failure_rate, uniforms, stop_after)
+    got = run_numerators(
+        simulate_answers(PROTOCOL, n_cases, acc, failure_rate, uniforms, stop_after)
+    )
     want = loop_runs(n_cases, acc, failure_rate, uniforms, stop_after)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     assert got[0].dtype.kind == "i" and got[1].dtype == bool  # integer numerators, as documented
@@ -659,10 +668,12 @@ def test_a_draw_equal_to_the_probability_is_not_the_event() -> None:
     cols = len(design_index(PROTOCOL, 1)[1])
     half = np.full((1, cols), 0.5)
     acc = {(s, c): 0.5 for s in ("low", "high") for c in CONDITIONS}
-    nums, complete = simulate_runs(PROTOCOL, 1, acc, 0.5, (half, half), stop_after=0)
+    nums, complete = run_numerators(
+        simulate_answers(PROTOCOL, 1, acc, 0.5, (half, half), stop_after=0)
+    )
     assert complete.all() and nums.tolist() == [[0]]
     acc[("high", "B")] = 0.75  # now high-similarity B is right at both lengths: +1 each
-    nums, _ = simulate_runs(PROTOCOL, 1, acc, 0.5, (half, half), stop_after=0)
+    nums, _ = run_numerators(simulate_answers(PROTOCOL, 1, acc, 0.5, (half, half), stop_after=0))
     assert nums.tolist() == [[2]]
 
 
@@ -878,7 +889,7 @@ def test_a_run_that_stops_at_a_case_boundary_keeps_the_cases_before_it() -> None
     fails[0, [16, 17]] = 0.0
     acc = {(s, c): 1.0 for s in ("low", "high") for c in CONDITIONS}
     args = (3, acc, 0.5, (np.zeros((1, len(slots))), fails), 2)
-    got = simulate_runs(PROTOCOL, *args)
+    got = run_numerators(simulate_answers(PROTOCOL, *args))
     assert np.array_equal(got[1], loop_runs(*args)[1])
     assert got[1][0].tolist() == [c == slots[0].case_index for c in range(3)]
 

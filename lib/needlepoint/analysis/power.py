@@ -236,21 +236,11 @@ def simulate_answers(
     return correct[:, index], valid[:, index]
 
 
-def simulate_runs(
-    protocol: dict[str, Any],
-    n_cases: int,
-    accuracy: dict[tuple[str, str], float],
-    failure_rate: float,
-    uniforms: tuple[np.ndarray, np.ndarray],
-    stop_after: int,
-    case_shift: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+def run_numerators(answers: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per-case integer numerators (sum over lengths of twice the difference) and completeness
-    (``simulate_answers`` read with the one metric)."""
-    correct, v = simulate_answers(
-        protocol, n_cases, accuracy, failure_rate, uniforms, stop_after, case_shift
-    )
-    complete = v.all(axis=(2, 3, 4))
+    of ``simulate_answers``'s runs, read with the one metric."""
+    correct, valid = answers
+    complete = valid.all(axis=(2, 3, 4))
     nums, _ = numerators(correct.astype(np.int64)[..., : len("BME")])
     return nums, complete
 
@@ -406,8 +396,16 @@ def power_grid(
         if spread:
             shift = model.case_sd * rng.standard_normal((study.simulations, n))
         for effect in effects:
-            nums, complete = simulate_runs(
-                protocol, n, model.rates(effect), model.failure_rate, uniforms, stop_after, shift
+            nums, complete = run_numerators(
+                simulate_answers(
+                    protocol,
+                    n,
+                    model.rates(effect),
+                    model.failure_rate,
+                    uniforms,
+                    stop_after,
+                    shift,
+                )
             )
             supported, evaluable = decide_runs(nums, complete, denominator, params, cache)
             rows.append(power_row(n, effect, supported, evaluable, complete.sum(axis=1)))
