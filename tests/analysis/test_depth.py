@@ -22,11 +22,12 @@ from needlepoint.analysis.depth import (
     integer_weights,
     per_case_values,
 )
-from needlepoint.analysis.depth.report import headline_lines, to_json
+from needlepoint.analysis.depth.report import DepthDocument, from_json, headline_lines, to_json
 from needlepoint.analysis.inputs import from_run
 from needlepoint.cli import main
 from needlepoint.design.prepared import prepare
 from needlepoint.errors import NeedlepointError
+from needlepoint.schema import document_bytes
 from tests.support.analysis import analysis_params, outcome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,6 +166,83 @@ def test_analyze_writes_depth_json_summary_and_figures(
     first = (folder / "depth.json").read_bytes()
     assert main(["analyze", str(runs["dip"])]) == 0
     assert (folder / "depth.json").read_bytes() == first  # same inputs, same bytes
+
+
+# Every depth.json on record: the typed reader takes it whole and writes the same bytes back.
+COMMITTED_DEPTH = sorted((ROOT / "evidence").glob("*/**/analysis/depth.json"))
+
+
+@pytest.mark.parametrize("path", COMMITTED_DEPTH, ids=lambda p: p.parent.parent.name)
+def test_committed_depth_json_reads_back_to_the_same_bytes(path: Path) -> None:
+    data = path.read_bytes()
+    doc = from_json(data)
+    assert isinstance(doc, DepthDocument) and document_bytes(doc) == data
+    # A shape row over every length has no length key; a row at one length names it.
+    plain = json.loads(data)
+    assert any("length" not in r for r in plain["shapes"])
+    assert sorted(r["length"] for r in plain["shapes"] if "length" in r) == sorted(
+        r.length for r in doc.shapes if r.length is not None
+    )
+
+
+def test_depth_json_written_by_analyze_reads_back(runs: dict[str, Path]) -> None:
+    assert main(["analyze", str(runs["near"])]) == 0
+    data = (runs["near"] / "analysis" / "depth.json").read_bytes()
+    doc = from_json(data)
+    assert document_bytes(doc) == data and doc.simulation is True
+    assert [m.similarity for m in doc.models] == ["low", "high"]
+    assert doc.near_named["high"].wrong >= doc.near_named["high"].before
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"version": 2},
+            "depth.json: needlepoint-depth-analysis version 2 is not supported "
+            "(this needlepoint reads version 1)",
+        ),
+        ({"format": "other"}, "depth.json: format 'other' is not 'needlepoint-depth-analysis'"),
+        ({"extra": 1}, "depth.json: field extra: unknown field"),
+        ({"depths": ["x"]}, "depth.json: field depths[0]: expected float, got 'x'"),
+    ],
+)
+def test_the_depth_json_reader_refuses_another_document_in_one_line(
+    change: dict, message: str
+) -> None:
+    plain = json.loads(COMMITTED_DEPTH[0].read_bytes()) | change
+    with pytest.raises(NeedlepointError) as err:
+        from_json(json.dumps(plain))
+    assert str(err.value) == message
+
+
+def test_a_depth_json_written_before_near_named_and_robustness_reads() -> None:
+    plain = json.loads(COMMITTED_DEPTH[0].read_bytes())
+    del plain["near_named"], plain["robustness"]
+    for row in plain["shapes"]:
+        row.pop("length", None)
+    doc = from_json(json.dumps(plain))
+    assert doc.near_named == {} and doc.robustness is None
+    assert {r.length for r in doc.shapes} == {None}
+
+
+def test_a_model_whose_fit_is_not_finite_is_no_model(
+    runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # depth.json is strict JSON: a NaN coefficient would make it unwritable.
+    from statsmodels.genmod.generalized_estimating_equations import GEE
+
+    fit = GEE.fit
+
+    def nan_fit(self, *args, **kwargs):
+        result = fit(self, *args, **kwargs)
+        result.params[1] = np.nan
+        return result
+
+    monkeypatch.setattr(GEE, "fit", nan_fit)
+    result = analyze_depth(from_run(runs["near"]))
+    assert {(m.coefficients, m.note) for m in result.models} == {((), "the fit failed: not finite")}
+    assert from_json(to_json(result)).models == result.models
 
 
 @pytest.mark.parametrize(

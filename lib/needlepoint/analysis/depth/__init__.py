@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -141,6 +141,10 @@ class DepthRobustness:
     verdict: str
 
 
+@overload
+def _round(x: float) -> float: ...
+@overload
+def _round(x: None) -> None: ...
 def _round(x: float | None) -> float | None:
     # Six significant digits: the stored numbers do not depend on the last bits of a BLAS.
     return None if x is None else float(f"{x:.6g}")
@@ -283,12 +287,16 @@ def _gee(
     df = len(cases) - 1
     tq = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
     se = np.sqrt(np.clip(np.diag(fit.cov_params()), 0.0, None))
+    if not (np.isfinite(fit.params).all() and np.isfinite(se).all()):
+        # depth.json is strict JSON (NaN is refused when written): no coefficient is better
+        # than a NaN one, and the note says why.
+        return ModelFit(sim, len(rows), len(cases), (), "the fit failed: not finite")
     coefs = []
     for j, term in enumerate(terms, start=1):
         b, s = float(fit.params[j]), float(se[j])
         p = float(2 * stats.t.sf(abs(b / s), df)) if s > 0 else 1.0
         coefs.append(
-            Coefficient(term, _round(b), _round(b - tq * s), _round(b + tq * s), _round(p))  # type: ignore[arg-type]
+            Coefficient(term, _round(b), _round(b - tq * s), _round(b + tq * s), _round(p))
         )
     return ModelFit(sim, len(rows), len(cases), tuple(coefs), "")
 
@@ -526,7 +534,7 @@ def analyze_depth(inp: AnalysisInput) -> DepthAnalysis:
         conditions=tuple(conditions),
         lengths=tuple(lengths),
         contrast=name,
-        weights=tuple(_round(x) for x in weights),  # type: ignore[misc]
+        weights=tuple(_round(x) for x in weights),
         accuracy=accuracy,
         primary=primary,
         decision=decision,

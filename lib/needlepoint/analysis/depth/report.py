@@ -7,74 +7,164 @@ headline lines are printed, and the folder gets ``depth.json`` (versioned, sorte
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from needlepoint.analysis.depth import FORMAT, VERSION, DepthAnalysis, Interval
+from needlepoint.analysis.depth import (
+    FORMAT,
+    VERSION,
+    DepthAnalysis,
+    DepthRobustness,
+    Interval,
+    ModelFit,
+)
 from needlepoint.analysis.figures import add_note, stable_figure
 from needlepoint.analysis.primary import SIMULATION_BANNER
+from needlepoint.analysis.record import Contrast
 from needlepoint.analysis.report import p_text
 from needlepoint.design.schema import SIMILARITIES
 from needlepoint.safeio import is_output_file, replaced_folder, write_bytes_atomic
+from needlepoint.schema import (
+    AddedLater,
+    document_bytes,
+    fields_plain,
+    record_from_plain,
+    versioned_from_json,
+)
 
 FIGURES = {"lines": "accuracy_by_depth.png", "heatmap": "depth_by_length_heatmap.png"}
 
 
-def to_plain(d: DepthAnalysis) -> dict[str, Any]:
-    """depth.json's object."""
-    accuracy = [
-        {
-            "similarity": s,
-            "length": n,
-            "condition": c,
-            "correct": v[0],
-            "valid": v[1],
-            "planned": v[2],
-        }
-        for (s, n, c), v in d.accuracy.items()
-    ]
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "simulation": d.simulation,
-        "depths": list(d.depths),
-        "conditions": list(d.conditions),
-        "lengths": list(d.lengths),
-        "contrast": {"name": d.contrast, "weights": list(d.weights)},
-        "accuracy": accuracy,
-        "primary": asdict(d.primary) | {"decision": d.decision, "reason": d.reason},
-        "robustness": None if d.robustness is None else asdict(d.robustness),
-        "ends": {
-            sim: {"first_minus_interior": asdict(a), "last_minus_interior": asdict(b)}
-            for sim, (a, b) in d.ends.items()
-        },
-        "models": [asdict(m) for m in d.models],
-        "absent": {sim: {"unknown": a, "valid": v} for sim, (a, v) in d.absent.items()},
-        "near_named": {
-            sim: {"before": b, "after": a, "wrong": w}
-            for sim, (b, a, w) in (d.near_named or {}).items()
-        },
-        "shapes": [
-            {
-                "similarity": r.similarity,
-                "verdict": r.verdict,
-                "reason": r.reason,
-                "first_minus_interior": asdict(r.first),
-                "last_minus_interior": asdict(r.last),
-                # a row at one length names it; the row over all lengths has no key (as before)
-                **({} if r.length is None else {"length": r.length}),
-            }
-            for r in d.shapes
-        ],
-    }
+# --- depth.json: one record per part, written and read through schema ----------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Accuracy in one similarity × length × depth: correct of valid, and what was planned."""
+
+    similarity: str
+    length: int
+    condition: str
+    correct: int
+    valid: int
+    planned: int
+
+
+@dataclass(frozen=True)
+class ContrastWeights:
+    """The preregistered contrast by name, and the weight of each depth in it."""
+
+    name: str
+    weights: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Decision(Interval):
+    """The preregistered contrast's interval, and the decision read from it."""
+
+    decision: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ends:
+    """One similarity's end contrasts: first depth − interior mean, last depth − interior mean."""
+
+    first_minus_interior: Interval
+    last_minus_interior: Interval
+
+
+@dataclass(frozen=True)
+class Absent:
+    """UNKNOWN answers among one similarity's valid answers."""
+
+    unknown: int
+    valid: int
+
+
+@dataclass(frozen=True)
+class NearNamed:
+    """Wrong answers naming a near name before the target, after it, and all wrong answers."""
+
+    before: int
+    after: int
+    wrong: int
+
+
+@dataclass(frozen=True)
+class Shape(AddedLater):
+    """One similarity's shape verdict with its two end contrasts; ``length`` is written only
+    for a row at one length (the row over every length has no such key)."""
+
+    ADDED_LATER = ("length",)
+
+    similarity: str
+    verdict: str
+    reason: str
+    first_minus_interior: Contrast
+    last_minus_interior: Contrast
+    length: int | None = None
+
+
+@dataclass(frozen=True)
+class DepthDocument:
+    """depth.json: the versioned document of one depth analysis."""
+
+    format: str
+    version: int
+    simulation: bool
+    depths: tuple[float, ...]
+    conditions: tuple[str, ...]
+    lengths: tuple[int, ...]
+    contrast: ContrastWeights
+    accuracy: tuple[Cell, ...]
+    primary: Decision
+    robustness: DepthRobustness | None
+    ends: dict[str, Ends]
+    models: tuple[ModelFit, ...]
+    absent: dict[str, Absent]
+    near_named: dict[str, NearNamed]
+    shapes: tuple[Shape, ...]
+
+    @classmethod
+    def from_plain(cls, value: dict[str, Any], where: str) -> DepthDocument:
+        """A file written before ``near_named`` and ``robustness`` existed reads without them."""
+        return record_from_plain(cls, {"near_named": {}, "robustness": None} | value, where)
+
+
+def document(d: DepthAnalysis) -> DepthDocument:
+    """The depth analysis as its versioned document."""
+    return DepthDocument(
+        format=FORMAT,
+        version=VERSION,
+        simulation=d.simulation,
+        depths=d.depths,
+        conditions=d.conditions,
+        lengths=d.lengths,
+        contrast=ContrastWeights(d.contrast, d.weights),
+        accuracy=tuple(Cell(s, n, c, *v) for (s, n, c), v in d.accuracy.items()),
+        primary=Decision(**fields_plain(d.primary), decision=d.decision, reason=d.reason),
+        robustness=d.robustness,
+        ends={sim: Ends(a, b) for sim, (a, b) in d.ends.items()},
+        models=d.models,
+        absent={sim: Absent(*v) for sim, v in d.absent.items()},
+        near_named={sim: NearNamed(*v) for sim, v in (d.near_named or {}).items()},
+        shapes=tuple(
+            Shape(r.similarity, r.verdict, r.reason, r.first, r.last, r.length) for r in d.shapes
+        ),
+    )
 
 
 def to_json(d: DepthAnalysis) -> bytes:
     """depth.json's bytes: sorted keys, two-space indent, UTF-8, final newline."""
-    return (json.dumps(to_plain(d), sort_keys=True, ensure_ascii=False, indent=2) + "\n").encode()
+    return document_bytes(document(d))
+
+
+def from_json(data: bytes | str, where: str = "depth.json") -> DepthDocument:
+    """Read depth.json bytes, refusing another format or version and any malformed field."""
+    return versioned_from_json(data, DepthDocument, FORMAT, VERSION, where)
 
 
 def _iv(i: Interval) -> str:
