@@ -32,6 +32,7 @@ from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import Progress, Session, Stop, run_protocol, terminal_stream
 from needlepoint.run.scoring import PROTOCOL_FAILURE, classify_safely
 from needlepoint.run.transport import Exchange
+from needlepoint.schema import to_plain
 
 
 @pytest.fixture(autouse=True)
@@ -922,7 +923,7 @@ def test_an_echoed_key_is_redacted_before_the_answer_is_classified() -> None:
     assert outcome["classification"]["kind"] == "bad_format"
     stored = classify_safely(http_status=200, transport_error=None,
                              body=outcome["body"].encode(), answer=ANSWER, model="m")  # fmt: skip
-    assert outcome["classification"] == stored.to_json()
+    assert outcome["classification"] == to_plain(stored)
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from needlepoint.run.scoring import (
     score_text,
     scoring_selftest_checks,
 )
+from needlepoint.schema import to_plain
 
 KEY = {"expected": "OM-3642", "near_codes": ["AB-1111"], "codes_present": ["AB-1111", "CD-2222"]}
 
@@ -157,7 +158,7 @@ def test_regex_characters_in_the_expected_answer_are_literal() -> None:
 
 def test_classification_json_has_exactly_three_fields() -> None:
     c = cls(raw(reply("\u00a0OM-3642")))
-    assert c.to_json() == {
+    assert to_plain(c) == {
         "status": "error",
         "kind": "extra_text",
         "response_text": "\u00a0OM-3642",

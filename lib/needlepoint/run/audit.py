@@ -34,6 +34,7 @@ from needlepoint.run.records import RunRecord, decode_body
 from needlepoint.run.results import RESULTS_NAME, Rows, differs_at, load_frozen_plan
 from needlepoint.run.scoring import PROTOCOL_FAILURE, classify_safely
 from needlepoint.safeio import open_read
+from needlepoint.schema import to_plain
 
 _EPS = 1e-6
 
@@ -195,7 +196,7 @@ class _Walk:
             unknown=self.p.protocol.get("unknown", "UNKNOWN"),
             profile=body_profile(self.p.protocol),
         )
-        if fresh.to_json() != r.get("classification"):
+        if to_plain(fresh) != r.get("classification"):
             self.problem(n, f"seq {seq}: recorded classification differs from the body's")
 
     def _stop(self, n: int, r: dict[str, Any]) -> None:

@@ -28,7 +28,7 @@ from needlepoint.run.interpret import cost_of, parse_response, reasoning_tokens
 from needlepoint.run.scoring import STATUSES, Classification, classify, classify_safely
 from needlepoint.run.simulate import PositionParams
 from needlepoint.run.transport import Exchange
-from needlepoint.schema import AddedLater, Fields, hints, is_int
+from needlepoint.schema import AddedLater, Fields, hints, is_int, to_plain
 
 RUN_FORMAT = 1
 RUN_KIND = "needlepoint-run"
@@ -392,7 +392,7 @@ def outcome_fields(
         "usage": usage,
         "cost": cost,
         "recovered": False,
-        "classification": classification.to_json(),
+        "classification": to_plain(classification),
     }
 
 

@@ -20,6 +20,7 @@ from needlepoint.run.interpret import (
     answer_of,
     parse_response,
 )
+from needlepoint.schema import to_plain
 
 # Java's String.trim() removes every char <= U+0020 from both ends and nothing else.
 _JAVA_TRIM_CHARS = "".join(chr(c) for c in range(0x21))
@@ -95,9 +96,6 @@ class Classification:
         """True when the request may have executed although no usable answer came back."""
         return self.kind.startswith("indeterminate")
 
-    def to_json(self) -> dict[str, str]:
-        return {"status": self.status, "kind": self.kind, "response_text": self.response_text}
-
 
 def _failure(kind: str, text: str = "") -> Classification:
     return Classification(PROTOCOL_FAILURE, kind, text)
@@ -165,7 +163,7 @@ def classify_safely(**kwargs: Any) -> Classification:
     """
     try:
         c = classify(**kwargs)
-        canonical_bytes(c.to_json())
+        canonical_bytes(to_plain(c))
     except Exception:
         return _failure(UNINTERPRETABLE)
     return c
