@@ -35,7 +35,6 @@ audit with the checks a depth design adds) before its seeded simulation and anal
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from typing import Any
 
 from needlepoint.design.audit import audit_prepared
 from needlepoint.design.prepared import load_prepared, prepare
+from needlepoint.design.protocol import protocol_bytes
 from needlepoint.design.verify import verify_prepared
 from needlepoint.errors import NeedlepointError
 from needlepoint.jsonio import write_bytes_atomic
@@ -442,8 +442,7 @@ def freeze_depth(protocol: dict[str, Any], folder: Path) -> tuple[Path, list[str
     """09-depth: write the override, prepare it into ``folder/prepared``, verify and audit it."""
     folder.mkdir(parents=True, exist_ok=True)
     override = folder / "protocol-override.json"
-    text = json.dumps(protocol, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
-    write_bytes_atomic(override, text.encode("utf-8"))
+    write_bytes_atomic(override, protocol_bytes(protocol))
     prepared = prepare(folder / "prepared", override)
     loaded = load_prepared(prepared)
     verify = verify_prepared(prepared)
