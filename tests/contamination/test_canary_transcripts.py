@@ -99,7 +99,7 @@ def test_report_gate_with_transcripts_and_agents_md(inputs: dict) -> None:
     assert code == 1 and len(drift) == 1 and "not the frozen context's AGENTS.md" in drift[0]
 
 
-@pytest.mark.parametrize("damage", ["cut", "not-utf8", "missing"])
+@pytest.mark.parametrize("damage", ["cut", "not-utf8", "missing", "nan", "repeated-key", "deep"])
 def test_an_unreadable_transcript_is_a_finding_not_a_pass(inputs: dict, damage: str) -> None:
     path = inputs["root"] / "t/claude/inside/in-session-a.jsonl"
     data = path.read_bytes()
@@ -107,6 +107,11 @@ def test_an_unreadable_transcript_is_a_finding_not_a_pass(inputs: dict, damage: 
         path.write_bytes(data[: len(data) // 2] + b"\n" + data[len(data) // 2 :][:10])
     elif damage == "not-utf8":
         path.write_bytes(data + b"\xff\xfe\n")
+    elif damage in ("nan", "repeated-key", "deep"):  # not JSON, or past the reader's bounds
+        line = {"nan": b'{"type": NaN}', "repeated-key": b'{"type": "a", "type": "b"}'}
+        path.write_bytes(
+            line.get(damage, b'{"x": ' + b"[" * 300 + b"]" * 300 + b"}") + b"\n" + data
+        )
     else:
         path.unlink()
         (path.parent / "in-session-b.jsonl").unlink()

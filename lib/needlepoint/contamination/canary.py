@@ -9,7 +9,6 @@ there is no detector at all, which is itself a finding.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -20,6 +19,7 @@ from typing import Any
 
 from needlepoint.contamination.inputs import CONDITIONS, MAX_INPUT_BYTES, ResultRow
 from needlepoint.errors import NeedlepointError
+from needlepoint.jsonio import parse_json
 from needlepoint.safeio import read_limited
 from needlepoint.schema import IN_MEMORY
 
@@ -245,8 +245,10 @@ def _lines(path: Path, problems: list[str]) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):
+            # The project's one JSON reader: NaN, a repeated key or nesting past its bound is
+            # a damaged line too, and damage fails closed (the rows it counted lose their count).
+            value = parse_json(line, str(path), n)
+        except NeedlepointError:
             problems.append(f"{path}:{n}: not a JSON object (a cut or damaged line)")
             return out
         if not isinstance(value, dict):
