@@ -41,7 +41,7 @@ FIGURES = {"lines": "accuracy_by_depth.png", "heatmap": "depth_by_length_heatmap
 
 
 @dataclass(frozen=True)
-class Cell:
+class DepthCell:
     """Accuracy in one similarity × length × depth: correct of valid, and what was planned."""
 
     similarity: str
@@ -61,7 +61,7 @@ class ContrastWeights:
 
 
 @dataclass(frozen=True)
-class Decision(Interval):
+class DepthDecision(Interval):
     """The preregistered contrast's interval, and the decision read from it."""
 
     decision: str
@@ -94,7 +94,7 @@ class NearNamed:
 
 
 @dataclass(frozen=True)
-class Shape(AddedLater):
+class DepthShape(AddedLater):
     """One similarity's shape verdict with its two end contrasts; ``length`` is written only
     for a row at one length (the row over every length has no such key)."""
 
@@ -119,14 +119,14 @@ class DepthDocument:
     conditions: tuple[str, ...]
     lengths: tuple[int, ...]
     contrast: ContrastWeights
-    accuracy: tuple[Cell, ...]
-    primary: Decision
+    accuracy: tuple[DepthCell, ...]
+    primary: DepthDecision
     robustness: DepthRobustness | None
     ends: dict[str, Ends]
     models: tuple[ModelFit, ...]
     absent: dict[str, Absent]
     near_named: dict[str, NearNamed]
-    shapes: tuple[Shape, ...]
+    shapes: tuple[DepthShape, ...]
 
     @classmethod
     def from_plain(cls, value: dict[str, Any], where: str) -> DepthDocument:
@@ -144,15 +144,16 @@ def document(d: DepthAnalysis) -> DepthDocument:
         conditions=d.conditions,
         lengths=d.lengths,
         contrast=ContrastWeights(d.contrast, d.weights),
-        accuracy=tuple(Cell(s, n, c, *v) for (s, n, c), v in d.accuracy.items()),
-        primary=Decision(**fields_plain(d.primary), decision=d.decision, reason=d.reason),
+        accuracy=tuple(DepthCell(s, n, c, *v) for (s, n, c), v in d.accuracy.items()),
+        primary=DepthDecision(**fields_plain(d.primary), decision=d.decision, reason=d.reason),
         robustness=d.robustness,
         ends={sim: Ends(a, b) for sim, (a, b) in d.ends.items()},
         models=d.models,
         absent={sim: Absent(*v) for sim, v in d.absent.items()},
         near_named={sim: NearNamed(*v) for sim, v in (d.near_named or {}).items()},
         shapes=tuple(
-            Shape(r.similarity, r.verdict, r.reason, r.first, r.last, r.length) for r in d.shapes
+            DepthShape(r.similarity, r.verdict, r.reason, r.first, r.last, r.length)
+            for r in d.shapes
         ),
     )
 
