@@ -9,10 +9,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from needlepoint.cli.run import command
 from needlepoint.errors import NeedlepointError
 from needlepoint.safetext import say
+
+if TYPE_CHECKING:  # the command line loads the analysis only when a command needs it
+    from needlepoint.analysis.inputs import AnalysisInput
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
@@ -72,14 +76,14 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _depth(inp: object, out: Path, figures: bool) -> int:
+def _depth(inp: AnalysisInput, out: Path, figures: bool) -> int:
     """A depth design's analysis (PROTOCOL.md, "Depth analysis"): depth.json, summary.md and
     the depth figures."""
     from needlepoint.analysis.depth import analyze_depth
     from needlepoint.analysis.depth.report import FIGURES, headline_lines, write_depth
     from needlepoint.analysis.primary import SIMULATION_BANNER
 
-    result = analyze_depth(inp)  # type: ignore[arg-type]
+    result = analyze_depth(inp)
     if result.simulation:
         print(SIMULATION_BANNER)
     for line in headline_lines(result):
