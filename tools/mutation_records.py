@@ -136,8 +136,10 @@ class Resolution:
             names = ", ".join(c.label for c in self.new)
             lines.append(f"Not measured yet, so left out ({len(self.new)} {noun}): {names}.")
         if self.gone:
-            names = ", ".join(r.label for r in self.gone)
-            lines.append(f"Measured but no longer in the core ({len(self.gone)}): {names}.")
+            # Once each: a function measured twice (a file per commit) is one function gone.
+            labels = list(dict.fromkeys(r.label for r in self.gone))
+            names = ", ".join(labels)
+            lines.append(f"Measured but no longer in the core ({len(labels)}): {names}.")
         if self.unused:
             names = ", ".join(p.as_posix() for p in self.unused)
             lines.append(

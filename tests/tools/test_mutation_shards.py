@@ -7,6 +7,7 @@ generator as it does for the core; the verdicts are made up (no mutant runs).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -243,6 +244,12 @@ def test_a_function_gone_is_named_and_a_file_that_counts_nothing_is_pruned(
     files[A].write_text(ADD)  # C.g deleted
     text = shards.summary(tmp_path, files, write=False)
     assert text.endswith("Measured but no longer in the core (1): pkg.a.C.g.")
+    # Measured on two commits (a file each): still one function gone, named once.
+    results = tmp_path / "docs/mutation"
+    shutil.copy(results / "pkg.a.json", results / "pkg.a@0000000000.json")
+    text = shards.summary(tmp_path, files, write=False)
+    assert "\nMeasured but no longer in the core (1): pkg.a.C.g.\n" in text
+    (results / "pkg.a@0000000000.json").unlink()
     # pkg.a merged into pkg.b and measured there again: pkg.a's file now counts nothing.
     files[A].unlink()
     merged = project(tmp_path, {B: f"{OTHER}\n\n{ADD}"})
