@@ -352,7 +352,11 @@ def test_property_tests_get_a_small_budget_only_while_mutmut_checks_a_mutant(
         @given(st.integers())
         def small(x: int) -> None: ...
 
-        items = [SimpleNamespace(obj=big), SimpleNamespace(obj=small), SimpleNamespace(obj=None)]
+        items = [
+            SimpleNamespace(obj=big, nodeid="tests/test_a.py::big"),
+            SimpleNamespace(obj=small, nodeid="tests/test_a.py::small"),
+            SimpleNamespace(obj=None, nodeid="tests/test_b.py::none"),
+        ]
         monkeypatch.setenv("MUTANT_UNDER_TEST", mutant)
         conftest.pytest_collection_modifyitems(items)
         return [
@@ -363,6 +367,49 @@ def test_property_tests_get_a_small_budget_only_while_mutmut_checks_a_mutant(
     assert budgets("needlepoint.run.scoring.x_classify__mutmut_3") == [50, 10]
     for ordinary in ("", "stats", "list_all_tests"):
         assert budgets(ordinary) == [300, 10]
+
+
+def test_a_mutants_tests_run_its_own_module_first_then_the_cheapest_files() -> None:
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("suite_conftest", ROOT / "tests" / "conftest.py")
+    assert spec and spec.loader
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    ids = [
+        "tests/cli/test_app.py::slow",
+        "tests/run/test_results.py::one",
+        "tests/run/test_journal_chain.py::a",
+        "tests/cli/test_app.py::quick",
+        "tests/run/test_journal_chain.py::b",
+        "tests/run/test_journal.py::c",
+        "tests/test_jsonio.py::d",
+    ]
+    items = [SimpleNamespace(nodeid=i) for i in ids]
+    durations = {ids[0]: 30.0, ids[1]: 2.0, ids[3]: 0.1, ids[6]: 0.5}
+
+    def order(mutant: str) -> list[str]:
+        return [i.nodeid for i in conftest.likeliest_killers_first(items, mutant, durations)]
+
+    # the mirrored files first (each file's own order kept), then by each file's total time
+    assert order("needlepoint.run.journal.x_walk__mutmut_3") == [
+        ids[2],
+        ids[4],
+        ids[5],
+        ids[6],
+        ids[1],
+        ids[0],
+        ids[3],
+    ]
+    assert order("needlepoint.run.journal.xǁJournalStateǁadd__mutmut_1")[:3] == [
+        ids[2],
+        ids[4],
+        ids[5],
+    ]
+    assert order("needlepoint.jsonio.x_parse_json__mutmut_2")[0] == ids[6]
+    # not a mutant (the clean run, the forced failure): the order pytest collected
+    assert order("fail") == ids
 
 
 TWICE = """
