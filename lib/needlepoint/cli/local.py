@@ -149,17 +149,21 @@ def _cmd_local_compare(args: argparse.Namespace) -> int:
     (chat), serve each on 127.0.0.1, check token counts, run each completely, audit, analyse and
     compare into one evidence folder. Running it again resumes.
     """
-    from needlepoint.local.compare import AuditFailed, RunStopped, run_local_compare
+    from needlepoint.local.compare import (
+        DEFAULT_ENTRANTS,
+        AuditFailed,
+        RunStopped,
+        run_local_compare,
+    )
     from needlepoint.notebook.pipeline import PipelineFailed
 
     models = "" if args.models is None else f" --models {args.models}"
     resume = f"needlepoint local-compare --label {args.label} --protocol {args.protocol}{models}"
-    entrants = {} if args.models is None else {"entrants": entrants_of(args.models)}
     try:
         outcome = run_local_compare(
             args.label,
             args.protocol,
-            **entrants,
+            entrants=DEFAULT_ENTRANTS if args.models is None else entrants_of(args.models),
             n_ctx=args.n_ctx,
             timeout_s=args.timeout_s,
             evidence_root=args.evidence_root,

@@ -10,11 +10,32 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from needlepoint.cli.run import add_run_flags, command, run_options
 from needlepoint.errors import NeedlepointError
-from needlepoint.pilot.folder import OnRecord
+from needlepoint.pilot.folder import OnRecord, PilotRun
+
+How = TypeVar("How", contravariant=True)
+
+
+class PilotRunner(Protocol[How]):
+    """What ``pilot_command`` runs: ``run_pilot`` (``how``: the run options) or
+    ``run_local_pilot`` (``how``: the packaged model served)."""
+
+    def __call__(
+        self,
+        protocol: str | None,
+        out: str,
+        lengths: tuple[int, ...],
+        cases: int,
+        how: How,
+        /,
+        *,
+        version: int | None,
+        records: tuple[OnRecord, ...],
+        check: Callable[[dict[str, Any]], None] | None,
+    ) -> PilotRun: ...
 
 
 def parse_ints(flag: str, text: str) -> tuple[int, ...]:
@@ -86,7 +107,7 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
     return pilot_command(args, run_pilot, lambda: run_options(args))
 
 
-def pilot_command(args: argparse.Namespace, run: Callable[..., Any], how: Callable[[], Any]) -> int:
+def pilot_command(args: argparse.Namespace, run: PilotRunner[How], how: Callable[[], How]) -> int:
     """The one body of ``pilot`` and ``local-pilot``: what is on record, then ``run`` (the pilot,
     or the pilot against a packaged model) with what ``how`` builds from the flags, then the
     report."""
@@ -105,7 +126,7 @@ def pilot_command(args: argparse.Namespace, run: Callable[..., Any], how: Callab
     return report_pilot(args.out, result)
 
 
-def report_pilot(out: str, result: Any) -> int:
+def report_pilot(out: str, result: PilotRun) -> int:
     """Print a pilot's lines and the next step; 3 when the run stopped before its end."""
     for line in result.lines():
         print(line)
