@@ -21,10 +21,9 @@ import pytest
 from support.fuzz import SMALL
 from support.mutations import rechain
 from support.rawserver import raw_server
-from support.runner import KEY_ENV, SENTINEL, live, of_type, records, server_for
+from support.runner import KEY_ENV, SENTINEL, SteppedClock, live, of_type, records, server_for
 
 from needlepoint.design.prepared import prepare
-from needlepoint.run import clock as clock_module
 from needlepoint.run.audit import audit_run
 from needlepoint.run.records import decode_body
 
@@ -40,29 +39,6 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("small")
     (root / "small.json").write_text(json.dumps(SMALL), encoding="utf-8")
     return prepare(root / "prepared", root / "small.json")
-
-
-class SteppedClock:
-    """The real clock with the wall clock stepped by ``step`` seconds and virtual sleeps (they
-    advance both clocks at once and are recorded, so a test never waits)."""
-
-    def __init__(self, step: float) -> None:
-        self.step, self.slept, self.sleeps = step, 0.0, []
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        me = self
-        monkeypatch.setattr(
-            clock_module.RealClock, "now", lambda _: time.time() + me.step + me.slept
-        )
-        monkeypatch.setattr(
-            clock_module.RealClock, "monotonic", lambda _: time.monotonic() + me.slept
-        )
-        monkeypatch.setattr(clock_module.RealClock, "sleep", lambda _, s: me.sleep(s))
-
-    def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            self.sleeps.append(seconds)
-            self.slept += seconds
 
 
 # Class 6: the gap across sessions against a wall clock stepped back or forward.

@@ -19,7 +19,17 @@ from types import SimpleNamespace
 from typing import IO, Any
 
 import pytest
-from support.runner import KEY_ENV, SENTINEL, TIMEOUT_S, kinds, live, of_type, records, server_for
+from support.runner import (
+    KEY_ENV,
+    SENTINEL,
+    TIMEOUT_S,
+    SteppedClock,
+    kinds,
+    live,
+    of_type,
+    records,
+    server_for,
+)
 
 import needlepoint
 from needlepoint.design.prepared import load_prepared
@@ -1361,6 +1371,20 @@ def test_a_resume_after_the_clock_stepped_back_says_so_once_and_counts_no_time_s
     assert s.since_done() == 2.5  # from the anchor on, the monotonic clock counts
     assert len(notes) == 1 and notes[0].startswith("clock: the wall clock reads 60.000 s before")
     assert notes[0].endswith("this session waits the whole gap of 20 s and no longer")
+
+
+def test_what_a_resumed_session_says_reaches_the_user_and_its_summary_in_order(
+    reference_dir: Path, tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's own lines (here the clock step) go to notify as they happen and into the
+    # summary's notes after the resume line, the same lines in the same order.
+    run = tmp_path / "run"
+    live(reference_dir, run, server, allow=1, min_gap_s=2.0)
+    SteppedClock(-600.0).install(monkeypatch)
+    told: list[str] = []
+    summary = live(reference_dir, run, server, allow=2, min_gap_s=2.0, notify=told.append)
+    assert told == list(summary.notes) and len(told) == 2
+    assert told[0].startswith("resuming ") and "stepped back" in told[1]
 
 
 def test_a_resume_on_a_clock_that_went_forward_notifies_nothing() -> None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from needlepoint.design.prepared import load_prepared
+from needlepoint.run import clock as clock_module
 from needlepoint.run.options import RunOptions
 from needlepoint.run.runner import RunSummary, run_protocol
 from support.loopback import LoopbackServer, answers_from
@@ -27,7 +31,9 @@ def server_for(prepared_dir: Path) -> LoopbackServer:
 def live(
     prepared_dir: Path, run_dir: Path, server: LoopbackServer, *, allow: int, **kw: Any
 ) -> RunSummary:
-    """A live run with no gap (recorded as an override), the sentinel key, no progress bar."""
+    """A live run with no gap (recorded as an override), the sentinel key, no progress bar;
+    ``notify`` (among ``kw``) receives what the run tells the user."""
+    notify = kw.pop("notify", None)
     options: dict[str, Any] = {
         "base_url": server.base_url,
         "model": MODEL,
@@ -38,7 +44,7 @@ def live(
         "progress": "off",
     }
     options.update(kw)
-    return run_protocol(prepared_dir, run_dir, RunOptions(allow=allow, **options))
+    return run_protocol(prepared_dir, run_dir, RunOptions(allow=allow, **options), notify)
 
 
 def records(run_dir: Path) -> list[dict[str, Any]]:
@@ -55,3 +61,26 @@ def kinds(run_dir: Path) -> list[tuple[int, str, str]]:
         (r["seq"], r["classification"]["status"], r["classification"]["kind"])
         for r in of_type(run_dir, "outcome")
     ]
+
+
+class SteppedClock:
+    """The real clock with the wall clock stepped by ``step`` seconds and virtual sleeps (they
+    advance both clocks at once and are recorded, so a test never waits)."""
+
+    def __init__(self, step: float) -> None:
+        self.step, self.slept, self.sleeps = step, 0.0, []
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        me = self
+        monkeypatch.setattr(
+            clock_module.RealClock, "now", lambda _: time.time() + me.step + me.slept
+        )
+        monkeypatch.setattr(
+            clock_module.RealClock, "monotonic", lambda _: time.monotonic() + me.slept
+        )
+        monkeypatch.setattr(clock_module.RealClock, "sleep", lambda _, s: me.sleep(s))
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.sleeps.append(seconds)
+            self.slept += seconds
