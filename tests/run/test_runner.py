@@ -170,6 +170,13 @@ def test_cost_is_computed_and_the_cap_stops(reference_dir, tmp_path, server):
     assert outcome["cost"] == pytest.approx(expected)
     assert summary.stop_reason == "cost_cap" and summary.cost_spent >= 2.0
     assert server.count == summary.attempts_total < 10
+    # The summary names its folder and the journal's head, and keeps the cost's fractions (to 12
+    # places, so that a sum of float costs prints the same on every machine).
+    costs = [o["cost"] for o in of_type(run, "outcome")]
+    assert summary.cost_spent == round(sum(costs), 12) != round(sum(costs))
+    head = json.loads((run / "journal.head.json").read_text())["sha256"]
+    assert summary.run_dir == run and summary.journal_sha256 == head
+    assert 0.0 < summary.loop_wall_s < 60.0
 
 
 def test_unknown_cost_with_a_cap_stops_before_the_next_request(reference_dir, tmp_path, server):
