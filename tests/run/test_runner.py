@@ -1394,6 +1394,34 @@ def test_what_a_resumed_session_says_reaches_the_user_and_its_summary_in_order(
     assert told[0].startswith("resuming ") and "stepped back" in told[1]
 
 
+def test_a_settings_warning_goes_to_notify_or_else_to_stderr(
+    reference_dir: Path,
+    tmp_path: Path,
+    server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")  # a short test key, accepted for a loopback server
+    live(reference_dir, tmp_path / "a", server, allow=1)
+    warned = capsys.readouterr().err.splitlines()
+    assert len(warned) == 1 and warned[0].startswith(f"warning: the key in {KEY_ENV} is 7 ")
+    told: list[str] = []
+    live(reference_dir, tmp_path / "b", server, allow=1, notify=told.append)
+    assert told == warned and capsys.readouterr().err == ""
+
+
+def test_the_summarys_cost_keeps_twelve_decimal_places(
+    reference_dir: Path, tmp_path: Path, server: Any
+) -> None:
+    # Each cost is rounded to 12 places; their float sum can carry a 13th (three costs of
+    # 1,035.0617... each add up to 3,105.1851883291856), which the summary drops.
+    run = tmp_path / "run"
+    rate = 987654.3219876543
+    summary = live(reference_dir, run, server, allow=3, input_rate=rate, output_rate=0.0)
+    spent = sum(o["cost"] for o in of_type(run, "outcome"))
+    assert summary.cost_spent == round(spent, 12) != round(spent, 13)
+
+
 def test_a_resume_on_a_clock_that_went_forward_notifies_nothing() -> None:
     notes: list[str] = []
     state = state_of(outcome(1, 0.0, time="1970-01-01T00:01:40Z"))
