@@ -1402,8 +1402,12 @@ def test_a_settings_warning_goes_to_notify_or_else_to_stderr(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-test")  # a short test key, accepted for a loopback server
-    live(reference_dir, tmp_path / "a", server, allow=1)
-    warned = capsys.readouterr().err.splitlines()
+    with open(tmp_path / "log", "w") as log:  # block-buffered, as a redirect is
+        monkeypatch.setattr(sys, "stderr", log)
+        live(reference_dir, tmp_path / "a", server, allow=1)
+        warned = (tmp_path / "log").read_text().splitlines()  # at once, not at exit
+    monkeypatch.undo()
+    monkeypatch.setenv(KEY_ENV, "sk-test")
     assert len(warned) == 1 and warned[0].startswith(f"warning: the key in {KEY_ENV} is 7 ")
     told: list[str] = []
     live(reference_dir, tmp_path / "b", server, allow=1, notify=told.append)
