@@ -5,6 +5,7 @@ sent and journalled, and the progress bar."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import io
 import itertools
 import json
@@ -13,6 +14,7 @@ import pty
 import re
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -93,6 +95,28 @@ def test_write_ahead_order_and_record_fields(reference_dir, tmp_path, server):
     session = of_type(run, "session")[0]
     assert session["min_gap_s"] == 0 and session["override_reason"] == "loopback test server"
     assert of_type(run, "stop")[0]["reason"] == "allowance_spent"
+    # A live run is dated when it starts (a simulation at the fixed epoch instead).
+    created = json.loads((run / "run.json").read_text())["created"]
+    started = datetime.datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+    assert abs(time.time() - started) < 600
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+def test_the_journal_is_opened_with_the_fsync_asked_for(
+    reference_dir: Path, tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch, fsync: bool
+) -> None:
+    from needlepoint.run import runner as runner_module
+
+    opened: list[bool] = []
+    real = runner_module.Journal
+
+    def journal(root: Path, *, fsync: bool) -> Journal:
+        opened.append(fsync)
+        return real(root, fsync=fsync)
+
+    monkeypatch.setattr(runner_module, "Journal", journal)
+    live(reference_dir, tmp_path / "run", server, allow=1, fsync=fsync)
+    assert opened == [fsync]
 
 
 @pytest.mark.parametrize("code", [429, 401, 403])
