@@ -95,8 +95,13 @@ def test_write_ahead_order_and_record_fields(reference_dir, tmp_path, server):
     session = of_type(run, "session")[0]
     assert session["min_gap_s"] == 0 and session["override_reason"] == "loopback test server"
     assert of_type(run, "stop")[0]["reason"] == "allowance_spent"
-    # A live run is dated when it starts (a simulation at the fixed epoch instead).
-    created = json.loads((run / "run.json").read_text())["created"]
+    # run.json names the frozen protocol, and dates a live run when it starts (a simulation
+    # at the fixed epoch instead).
+    recorded = json.loads((run / "run.json").read_text())
+    protocol = load_prepared(reference_dir).protocol
+    assert recorded["protocol_id"] == protocol["protocol_id"] and recorded["protocol_id"]
+    assert recorded["protocol_version"] == protocol["version"] and recorded["protocol_version"]
+    created = recorded["created"]
     started = datetime.datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
     assert abs(time.time() - started) < 600
 
