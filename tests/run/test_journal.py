@@ -274,6 +274,31 @@ def test_a_line_past_the_limit_is_named_with_the_limit_and_not_read(tmp_path, mo
     assert problems[0] == f"{where}: longer than the limit of {limit} bytes (not read)"
 
 
+def test_lines_at_the_limit_are_read_and_one_byte_past_it_only_hashed(monkeypatch):
+    import hashlib
+    import io
+
+    monkeypatch.setattr(jmod, "MAX_LINE_BYTES", 8)
+
+    def read(data: bytes) -> list[tuple]:
+        return list(jmod._lines(io.BytesIO(data)))
+
+    def sha(b: bytes) -> str:
+        return hashlib.sha256(b).hexdigest()
+
+    at, past = b"a" * 8, b"b" * 9
+    # whole lines: at the limit read, one byte past it hashed and sized, never held
+    assert read(at + b"\n" + past + b"\nz\n") == [
+        (0, at, sha(at), 8, True),
+        (9, None, sha(past), 9, True),
+        (19, b"z", sha(b"z"), 1, True),
+    ]
+    # a torn tail (no newline) at the limit is read; one past it, or far past it, is not whole
+    assert read(at) == [(0, at, sha(at), 8, False)]
+    assert read(past) == [(0, None, sha(past), 9, False)]
+    assert read(past * 3) == [(0, None, sha(past * 3), 27, False)]
+
+
 def test_a_failed_append_or_head_write_is_one_line_naming_the_file(tmp_path, monkeypatch):
     with Journal(tmp_path, fsync=False) as j:
         j.append("attempt", **attempt(1))
