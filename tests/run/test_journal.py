@@ -299,6 +299,24 @@ def test_lines_at_the_limit_are_read_and_one_byte_past_it_only_hashed(monkeypatc
     assert read(past * 3) == [(0, None, sha(past * 3), 27, False)]
 
 
+def test_the_rest_of_a_long_line_is_read_in_chunks_of_one_mib_at_most():
+    """Memory stays bounded however long the line: never a readline without a limit."""
+    import io
+
+    asked: list[int | None] = []
+
+    class Recording(io.BytesIO):
+        def readline(self, size: int | None = -1) -> bytes:
+            asked.append(size)
+            return super().readline(size)
+
+    long = b"x" * (jmod.MAX_LINE_BYTES + 3 * (1 << 20)) + b"\n"
+    [(_, line, _, size, whole)] = list(jmod._lines(Recording(long)))
+    assert line is None and size == len(long) - 1 and whole
+    # the line's first MAX_LINE_BYTES + 1, its rest a MiB at a time, then the next line's start
+    assert asked == [jmod.MAX_LINE_BYTES + 1, *[1 << 20] * 3, jmod.MAX_LINE_BYTES + 1]
+
+
 def test_a_failed_append_or_head_write_is_one_line_naming_the_file(tmp_path, monkeypatch):
     with Journal(tmp_path, fsync=False) as j:
         j.append("attempt", **attempt(1))
