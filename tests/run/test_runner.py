@@ -23,6 +23,7 @@ from typing import IO, Any
 import pytest
 from support.runner import (
     KEY_ENV,
+    MODEL,
     SENTINEL,
     TIMEOUT_S,
     SteppedClock,
@@ -95,9 +96,11 @@ def test_write_ahead_order_and_record_fields(reference_dir, tmp_path, server):
     session = of_type(run, "session")[0]
     assert session["min_gap_s"] == 0 and session["override_reason"] == "loopback test server"
     assert of_type(run, "stop")[0]["reason"] == "allowance_spent"
-    # run.json names the frozen protocol, and dates a live run when it starts (a simulation
-    # at the fixed epoch instead).
+    # run.json names the endpoint and the model asked (a reader must know whom the answers
+    # came from), the frozen protocol, and dates a live run when it starts (a simulation at the
+    # fixed epoch instead).
     recorded = json.loads((run / "run.json").read_text())
+    assert (recorded["base_url"], recorded["model"]) == (server.base_url, MODEL)
     protocol = load_prepared(reference_dir).protocol
     assert recorded["protocol_id"] == protocol["protocol_id"] and recorded["protocol_id"]
     assert recorded["protocol_version"] == protocol["version"] and recorded["protocol_version"]
