@@ -537,6 +537,23 @@ def test_an_unreadable_head_file_is_a_problem(tmp_path: Path, text: str) -> None
     )
 
 
+@pytest.mark.parametrize(("size", "readable"), [(4096, True), (4097, False)])
+def test_the_head_file_is_read_only_to_its_first_4_kib(
+    tmp_path: Path, size: int, readable: bool
+) -> None:
+    """The head record is about 100 bytes: a reader reads 4 KiB of it at most, so a head file
+    grown by an edit (or a disk error) is a problem to report, never a file held whole."""
+    run = make_plain(tmp_path, 1)
+    head = canonical_bytes({"format": 1, "records": 1, "sha256": read_chain(run).head})
+    # Whitespace before the record is valid JSON: past 4 KiB, the read ends inside the record.
+    (run / HEAD_NAME).write_bytes(b" " * (size - len(head)) + head)
+    assert (run / HEAD_NAME).stat().st_size == size
+    expected = (
+        () if readable else (f"{run / HEAD_NAME}: unreadable (not the documented head record)",)
+    )
+    assert read_chain(run).problems == expected
+
+
 def test_a_head_one_record_behind_is_a_warning(tmp_path: Path) -> None:
     run = make_plain(tmp_path, 3)
     set_head(run, 2, sha256_hex(line_list(run)[1]))
