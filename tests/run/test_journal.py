@@ -601,6 +601,68 @@ def test_any_other_head_is_a_problem_naming_both_ends(
     )
 
 
+READ_WHILE_WRITTEN = ["a" * 64, "b" * 64, "c" * 64]  # the hashes of three records read
+
+
+def check_head_read_first(root: Path, snapshot: tuple[int, str] | str) -> tuple[list, list]:
+    """_check_head's problems and warnings for a head a reader read before the journal, as it
+    does while a runner holds the folder."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    jmod._check_head(root, READ_WHILE_WRITTEN, problems, warnings, snapshot)
+    return problems, warnings
+
+
+@pytest.mark.parametrize("count", [0, 1, 2])
+def test_a_head_read_before_a_runners_appends_names_what_came_after_it(
+    tmp_path: Path, count: int
+) -> None:
+    """Read while a runner appends, the head (read first) may name any earlier record of the
+    chain, the empty journal's included: a warning that counts the records read after it."""
+    chain = [GENESIS, *READ_WHILE_WRITTEN]
+    assert check_head_read_first(tmp_path, (count, chain[count])) == (
+        [],
+        [
+            f"{tmp_path / HEAD_NAME}: a runner is writing this folder; read 3 records, "
+            f"{3 - count} after the head it had written"
+        ],
+    )
+    assert check_head_read_first(tmp_path, (3, chain[3])) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("count", "sha"),
+    [
+        (4, "d" * 64),  # ahead of what was read
+        (-1, "c" * 64),  # a negative count never indexes the chain from its end
+        (1, "b" * 64),  # a record's hash under another count
+    ],
+)
+def test_a_head_read_first_that_names_no_record_of_the_chain_is_a_problem(
+    tmp_path: Path, count: int, sha: str
+) -> None:
+    assert check_head_read_first(tmp_path, (count, sha)) == (
+        [
+            f"{tmp_path / HEAD_NAME}: says {count} records ending {sha[:12]}, the journal has 3 "
+            f"ending {'c' * 12} (records deleted or edited)"
+        ],
+        [],
+    )
+
+
+def test_a_head_missing_or_unreadable_when_read_first_is_a_problem(tmp_path: Path) -> None:
+    missing = f"{tmp_path / HEAD_NAME}: missing, so deleted final records cannot be ruled out"
+    assert check_head_read_first(tmp_path, "missing") == ([missing], [])
+    assert check_head_read_first(tmp_path, "the head's own problem") == (
+        ["the head's own problem"],
+        [],
+    )
+    # An empty journal needs no head: nothing can have been deleted from it.
+    problems: list[str] = []
+    jmod._check_head(tmp_path, [], problems, [], "missing")
+    assert problems == []
+
+
 def test_opening_a_broken_chain_names_the_first_problem(tmp_path: Path) -> None:
     run = make_plain(tmp_path, 2)
     (run / HEAD_NAME).unlink()
