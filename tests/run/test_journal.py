@@ -8,10 +8,13 @@ which rule fires, the line it names and the words a reader gets, and the head fi
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -536,7 +539,16 @@ def test_the_head_file_missing_is_a_problem_only_with_records(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     "text",
-    ["not json", "{}", '{"records": 1}', '{"sha256": "x"}', '{"records": "a", "sha256": 1}', "[]"],
+    [
+        "not json",
+        "{}",
+        '{"records": 1}',
+        '{"sha256": "x"}',
+        '{"records": "a", "sha256": 1}',
+        '{"records": 1, "sha256": 1}',  # each field is checked, not only the pair
+        '{"records": 1.0, "sha256": "x"}',
+        "[]",
+    ],
 )
 def test_an_unreadable_head_file_is_a_problem(tmp_path: Path, text: str) -> None:
     run = make_plain(tmp_path, 1)
@@ -561,6 +573,42 @@ def test_the_head_file_is_read_only_to_its_first_4_kib(
         () if readable else (f"{run / HEAD_NAME}: unreadable (not the documented head record)",)
     )
     assert read_chain(run).problems == expected
+
+
+@pytest.mark.parametrize(
+    ("plant", "why"),
+    [
+        (lambda head: head.mkdir(), "is a folder where a record should be"),
+        (
+            lambda head: head.symlink_to(head.parent / JOURNAL_NAME),
+            "is a symbolic link; a record is never written or read through a link",
+        ),
+    ],
+)
+def test_a_head_that_is_not_a_file_is_named_as_what_it_is(
+    tmp_path: Path, plant: Any, why: str
+) -> None:
+    run = make_plain(tmp_path, 1)
+    (run / HEAD_NAME).unlink()
+    plant(run / HEAD_NAME)
+    assert read_chain(run).problems == (f"{run / HEAD_NAME}: {why}",)
+
+
+def test_a_head_that_fails_to_read_names_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk error reading the head is a problem of the chain, not a crash of the reader."""
+    run = make_plain(tmp_path, 1)
+
+    class Failing(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    real = jmod.open_read
+    monkeypatch.setattr(
+        jmod, "open_read", lambda path: Failing() if path.name == HEAD_NAME else real(path)
+    )
+    assert read_chain(run).problems == (f"{run / HEAD_NAME}: cannot read (Input/output error)",)
 
 
 def test_a_head_one_record_behind_is_a_warning(tmp_path: Path) -> None:
