@@ -28,6 +28,7 @@ from needlepoint.run.journal import (
     JOURNAL_NAME,
     Journal,
     read_chain,
+    walk,
 )
 from needlepoint.run.records import AttemptRecord
 
@@ -913,6 +914,52 @@ def test_a_live_head_is_read_until_two_reads_agree(tmp_path, monkeypatch):
     assert jmod._stable_head(tmp_path) == (5, "d" * 64) and len(reads) == 6  # gives up
     monkeypatch.setattr(jmod, "_read_head", reading([None, None]))
     assert jmod._stable_head(tmp_path) == "missing"
+
+
+def test_a_walk_folds_every_record_and_keeps_none(tmp_path: Path) -> None:
+    run = make_plain(tmp_path, 3)
+    walked = walk(run)
+    assert walked.reached and walked.chain.ok and walked.chain.count == 3
+    assert walked.state.records == 3 and walked.state.attempt_count == 3
+    assert walked.chain.records == ()  # folded, not held: a journal can be long
+
+
+@pytest.mark.parametrize(("upto", "folded"), [(0, 1), (1, 2), (2, 3)])
+def test_a_walk_up_to_an_earlier_head_folds_the_journal_as_it_stood_then(
+    tmp_path: Path, upto: int, folded: int
+) -> None:
+    """The audit re-derives a stale results.csv from the journal as it stood at the head the
+    file names: the records up to the one that hashes to it, while the whole chain is checked."""
+    run = make_plain(tmp_path, 3)
+    earlier = walk(run, upto=sha256_hex(line_list(run)[upto]))
+    assert (
+        earlier.reached
+        and earlier.state.records == folded
+        and earlier.state.attempt_count == folded
+    )
+    assert earlier.chain.ok and earlier.chain.count == 3 and earlier.chain.records == ()
+    unknown = walk(run, upto="0" * 64)
+    assert not unknown.reached and unknown.state.records == 3
+
+
+@pytest.mark.parametrize("owner", [False, True])
+def test_a_locked_folder_is_read_live_by_others_and_plainly_by_its_owner(
+    tmp_path: Path, owner: bool
+) -> None:
+    """Another reader finds a runner's lock and reads a snapshot (``live``); the runner that
+    holds the lock reads its own journal plainly. Either way every record reaches the visitor,
+    and is kept when asked."""
+    run = make_plain(tmp_path, 2)
+    seen: list[int] = []
+    with FolderLock(run):
+        report = read_chain(run, lambda record, at: seen.append(record["n"]), owner=owner)
+        walked = walk(run, owner=owner)
+        by_default = read_chain(run).live, walk(run).chain.live  # a reader is not the owner
+    assert by_default == (True, True)
+    assert report.ok and report.live is not owner and walked.chain.live is not owner
+    assert seen == [0, 1] and [r["n"] for r in report.records] == [0, 1]
+    assert walked.state.records == 2
+    assert not read_chain(run).live and not walk(run).chain.live  # unlocked: nobody writes
 
 
 def test_a_record_read_again_must_hash_as_when_it_was_walked(tmp_path):
