@@ -942,6 +942,25 @@ def test_a_walk_up_to_an_earlier_head_folds_the_journal_as_it_stood_then(
     assert not unknown.reached and unknown.state.records == 3
 
 
+def test_a_walk_locates_each_outcome_for_reading_it_again(
+    reference_dir: Path, tmp_path: Path
+) -> None:
+    """An outcome is folded without its body; where it lies in the journal comes with it, so a
+    reader that needs the whole record (an answer too long to keep) reads just that line again,
+    on a walk up to a head as on a whole one."""
+    from needlepoint.run.options import RunOptions
+    from needlepoint.run.runner import run_protocol
+
+    run = tmp_path / "run"
+    run_protocol(reference_dir, run, RunOptions(allow=2, simulate="perfect", progress="off"))
+    for walked in (walk(run), walk(run, upto=read_chain(run).head)):
+        outcomes = walked.state.outcomes
+        assert walked.reached and len(outcomes) == 2
+        for seq, outcome in outcomes.items():
+            again = jmod.read_line(run, outcome.at)
+            assert (again["type"], again["seq"]) == ("outcome", seq)
+
+
 @pytest.mark.parametrize("owner", [False, True])
 def test_a_locked_folder_is_read_live_by_others_and_plainly_by_its_owner(
     tmp_path: Path, owner: bool
@@ -954,11 +973,12 @@ def test_a_locked_folder_is_read_live_by_others_and_plainly_by_its_owner(
     with FolderLock(run):
         report = read_chain(run, lambda record, at: seen.append(record["n"]), owner=owner)
         walked = walk(run, owner=owner)
+        up_to = walk(run, owner=owner, upto=report.head)
         by_default = read_chain(run).live, walk(run).chain.live  # a reader is not the owner
     assert by_default == (True, True)
     assert report.ok and report.live is not owner and walked.chain.live is not owner
     assert seen == [0, 1] and [r["n"] for r in report.records] == [0, 1]
-    assert walked.state.records == 2
+    assert walked.state.records == 2 and up_to.chain.live is not owner and up_to.reached
     assert not read_chain(run).live and not walk(run).chain.live  # unlocked: nobody writes
 
 
