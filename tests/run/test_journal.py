@@ -306,6 +306,9 @@ def test_lines_at_the_limit_are_read_and_one_byte_past_it_only_hashed(monkeypatc
         (9, None, sha(past), 9, True),
         (19, b"z", sha(b"z"), 1, True),
     ]
+    # past the limit, the rest of the line is hashed up to its newline, not one byte short
+    far = b"c" * 11
+    assert read(far + b"\n") == [(0, None, sha(far), 11, True)]
     # a torn tail (no newline) at the limit is read; one past it, or far past it, is not whole
     assert read(at) == [(0, at, sha(at), 8, False)]
     assert read(past) == [(0, None, sha(past), 9, False)]
