@@ -848,6 +848,22 @@ def test_journal_state_keeps_each_seqs_first_attempt_and_adds_up_known_costs() -
     assert state.spent == 0.75 and state.unknown_cost == [3]
 
 
+def test_journal_state_counts_outcomes_and_dates_the_latest_one() -> None:
+    """The next request's gap counts from the latest outcome (last_done), not from a later
+    record such as a stop; every outcome line counts, a repeated seq's too."""
+    from needlepoint.run.journal import JournalState
+
+    done = [
+        {"type": "outcome", "seq": s, "time": f"2026-12-01T00:0{s}:00Z", "cost": None}
+        for s in (1, 2, 2)
+    ]
+    stop = {"type": "stop", "n": 3, "time": "2026-12-01T00:09:00Z", "reason": "complete"}
+    state = JournalState.of([*done, stop])
+    assert state.outcome_count == 3 and sorted(state.outcomes) == [1, 2]
+    assert state.last_done_text == "2026-12-01T00:02:00Z"
+    assert state.last_time_text == "2026-12-01T00:09:00Z"
+
+
 def test_the_timeline_is_each_record_without_its_body_in_journal_order() -> None:
     # The readers that date a run (its context, a declaration's window) see the journal's records
     # in order, with only type, time and the seq or session each names.
