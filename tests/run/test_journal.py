@@ -287,6 +287,32 @@ def test_a_line_past_the_limit_is_named_with_the_limit_and_not_read(tmp_path, mo
     assert problems[0] == f"{where}: longer than the limit of {limit} bytes (not read)"
 
 
+def test_a_torn_last_line_past_the_limit_is_a_problem_naming_its_size(tmp_path, monkeypatch):
+    """A torn tail short enough to read is a crash's leftover (a warning, dropped by the next
+    run); one past the limit was never a record being written, so it is a problem."""
+    run = make_plain(tmp_path, 2)
+    limit = max(len(line) for line in line_list(run)) + 8
+    monkeypatch.setattr(jmod, "MAX_LINE_BYTES", limit)
+    with open(run / JOURNAL_NAME, "ab") as fh:
+        fh.write(b"x" * (limit + 5))
+    assert read_chain(run).problems == (
+        f"{run / JOURNAL_NAME}:3: an incomplete last line of {limit + 5} bytes",
+    )
+
+
+def test_a_clean_journal_is_schema_ok_and_an_absent_one_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    run = make_plain(tmp_path / "run", 2)
+    report = read_chain(run)
+    assert report.ok and report.schema_ok and report.count == 2
+    assert report.size == (run / JOURNAL_NAME).stat().st_size
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = read_chain(empty)  # no journal yet: no records, no bytes, nothing wrong
+    assert (nothing.ok, nothing.schema_ok, nothing.count, nothing.size) == (True, True, 0, 0)
+    assert nothing.head == GENESIS
+
+
 def test_lines_at_the_limit_are_read_and_one_byte_past_it_only_hashed(monkeypatch):
     import hashlib
     import io
