@@ -201,11 +201,12 @@ def test_mistyped_records_fail_the_schema(tmp_path):
         j.append("outcome", seq="x")
         j.append("stop", time="2026-01-01T00:00:00Z", reason="complete", detail=[])
     report = read_chain(tmp_path)
-    assert not report.ok and not report.schema_ok
-    assert [p.split(": ", 1)[1] for p in report.problems] == [
-        "field time: expected a string, found a number",
-        "field seq: expected an integer, found a string",
-        "field detail: expected a string, found a list",
+    assert not report.ok and report.schema_ok is False
+    where = tmp_path / JOURNAL_NAME  # each problem names the line it is on
+    assert list(report.problems) == [
+        f"{where}:2: field time: expected a string, found a number",
+        f"{where}:3: field seq: expected an integer, found a string",
+        f"{where}:4: field detail: expected a string, found a list",
     ]
 
 
