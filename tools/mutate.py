@@ -49,6 +49,7 @@ from mutation_run import (
     say,
     selected,
     stage,
+    term_as_interrupt,
 )
 from mutation_shards import needed, record_shards, summary
 
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             patterns = patterns_for(args.patterns, list(files))
         register = check(load_register(REGISTER), files)
-        with lock():
+        with lock(), term_as_interrupt():
             if args.report:
                 state = RunState.saved()
             else:

@@ -18,6 +18,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from mutation_report import MutateError
 
@@ -344,8 +346,7 @@ def run_mutmut(
     if not exe.exists():
         raise MutateError(f"mutmut is not installed beside {sys.executable}: run make setup")
     cmd = [str(exe), "run", "--max-children", str(workers), *args]
-    start = last = time.monotonic()
-    phase, buffer, base = "", "", None
+    start = time.monotonic()
     with open(STAGE / "mutmut.log", "ab") as log:
         proc = subprocess.Popen(
             cmd,
@@ -356,31 +357,73 @@ def run_mutmut(
             preexec_fn=_limit_memory,
         )
         assert proc.stdout is not None
-        while chunk := os.read(proc.stdout.fileno(), 65536):
-            log.write(chunk)
-            buffer = (buffer + chunk.decode("utf-8", "replace"))[-4096:]
-            for name in PHASES:
-                if name in buffer and PHASES.index(name) > (PHASES.index(phase) if phase else -1):
-                    phase = name
-                    say(f"{name.lower()} ({_clock(time.monotonic() - start)})")
-            progress = PROGRESS.findall(buffer)
-            if progress and phase == PHASES[-1]:
-                now = [int(n) for i, n in enumerate(progress[-1]) if i != 1]
-                base = base or now  # what had a verdict before this run
-                if time.monotonic() - last >= TICK_S:
-                    last = time.monotonic()
-                    delta = [a - b for a, b in zip(now, base, strict=True)]
-                    done, killed, no_tests, _, _, survived = delta
-                    say(
-                        f"{done}/{count} mutants checked: {killed} killed, {survived} survived, "
-                        f"{no_tests} reached by no test ({_clock(last - start)})"
-                    )
-                    on_tick()
+        try:
+            _follow(proc, log, start, count, on_tick)
+        except BaseException:  # a stop: mutmut must not go on staging under the next run
+            _stop(proc)
+            raise
         code = proc.wait()
     if code != 0:
         log_text = (STAGE / "mutmut.log").read_text("utf-8", "replace").replace("\r", "\n")
         raise MutateError(f"{failure(log_text, code)}; full log: {_log_name()}")
     say(f"mutmut finished in {_clock(time.monotonic() - start)}")
+
+
+def _follow(
+    proc: subprocess.Popen, log: BinaryIO, start: float, count: int, on_tick: Callable[[], None]
+) -> None:
+    """Copy mutmut's output to the log, saying each phase and, every TICK_S, the progress."""
+    assert proc.stdout is not None
+    last = start
+    phase, buffer, base = "", "", None
+    while chunk := os.read(proc.stdout.fileno(), 65536):
+        log.write(chunk)
+        buffer = (buffer + chunk.decode("utf-8", "replace"))[-4096:]
+        for name in PHASES:
+            if name in buffer and PHASES.index(name) > (PHASES.index(phase) if phase else -1):
+                phase = name
+                say(f"{name.lower()} ({_clock(time.monotonic() - start)})")
+        progress = PROGRESS.findall(buffer)
+        if progress and phase == PHASES[-1]:
+            now = [int(n) for i, n in enumerate(progress[-1]) if i != 1]
+            base = base or now  # what had a verdict before this run
+            if time.monotonic() - last >= TICK_S:
+                last = time.monotonic()
+                delta = [a - b for a, b in zip(now, base, strict=True)]
+                done, killed, no_tests, _, _, survived = delta
+                say(
+                    f"{done}/{count} mutants checked: {killed} killed, {survived} survived, "
+                    f"{no_tests} reached by no test ({_clock(last - start)})"
+                )
+                on_tick()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End mutmut within 30 s, or kill it. SIGINT, not SIGTERM: on Ctrl-C mutmut stops its
+    workers without recording their results, whereas a worker ended by SIGTERM that mutmut
+    still drained would be recorded as a verdict ("suspicious")."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def term_as_interrupt() -> Iterator[None]:
+    """A plain ``kill`` (SIGTERM) stops a run as Ctrl-C does, so the ``finally`` that stamps
+    the verdicts written since the last tick still runs: the default handler exits without it,
+    and those verdicts would be left unstamped ("not measured")."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _log_name() -> Path:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -267,6 +271,31 @@ def test_verdicts_are_stamped_while_mutmut_runs_so_a_killed_run_keeps_them(
     assert json.loads((tmp_path / "state.json").read_text())["stamps"] == {"m.x_f__mutmut_1": "fp"}
 
 
+def test_a_plain_kill_stops_mutmut_as_ctrl_c_does_so_the_final_stamp_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sys.executable
+    fake = tmp_path / "mutmut"  # checks mutants until it is interrupted, as mutmut does
+    fake.write_text(
+        f"#!{real}\nimport time\nprint('Running mutation testing', flush=True)\n"
+        "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
+        f"    open({str(tmp_path / 'stopped')!r}, 'w').write('INT')\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(run, "STAGE", tmp_path)
+    before = signal.getsignal(signal.SIGTERM)
+    kill = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), run.term_as_interrupt():  # measure's finally stamps
+        kill.start()
+        run.run_mutmut([], 1, 1)
+    kill.join()
+    assert time.monotonic() - start < 30  # mutmut ended on SIGINT, not killed after the wait
+    assert (tmp_path / "stopped").read_text() == "INT"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 @pytest.mark.parametrize(
     ("log", "line"),
     [
@@ -414,6 +443,8 @@ def test_a_mutants_tests_run_its_own_module_first_then_the_cheapest_files() -> N
 
 TWICE = """
 import sys
+import threading
+import time
 import pytest
 
 class Ids:
