@@ -8,6 +8,7 @@ which rule fires, the line it names and the words a reader gets, and the head fi
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -498,16 +499,33 @@ def test_a_line_that_is_no_record_is_named_and_still_chained(
         f"{path}:3: field prev does not match the previous record "
         "(a record was edited, deleted or moved)",
     )
-    assert len(report.records) == 2
+    assert len(report.records) == 2 and report.schema_ok is False
+
+    # A record that names the bad line's hash as its prev is chained to it: only the bad line
+    # is a problem, and the chain's head is the last line's hash.
+    after = canonical_bytes({**json.loads(ls[2]), "n": 2, "prev": sha256_hex(line)})
+    write(run, [ls[0], line, after])
+    set_head(run, 3, sha256_hex(after))
+    report = read_chain(run)
+    assert report.problems == (f"{path}:2: {problem}",)
+    assert (report.head, report.schema_ok, len(report.records)) == (sha256_hex(after), False, 2)
 
 
-def test_a_torn_last_line_is_a_warning_that_names_its_size(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("locked", "state"), [(False, "a crash during a write"), (True, "a runner is writing it")]
+)
+def test_a_torn_last_line_is_a_warning_that_names_its_size_and_its_likely_cause(
+    tmp_path: Path, locked: bool, state: str
+) -> None:
+    """Unlocked, a torn line is a crash's leftover; under a runner's lock it is the line being
+    written, which another reader must not report as damage."""
     run = make_plain(tmp_path, 2)
     write(run, line_list(run), tail=b'{"format":1')
-    report = read_chain(run)
-    assert report.ok and report.torn_tail == b'{"format":1'
+    with FolderLock(run) if locked else contextlib.nullcontext():
+        report = read_chain(run)
+    assert report.ok and report.torn_tail == b'{"format":1' and report.live is locked
     assert report.warnings == (
-        f"{run / JOURNAL_NAME}:3: incomplete last line (11 bytes, a crash during a write); the "
+        f"{run / JOURNAL_NAME}:3: incomplete last line (11 bytes, {state}); the "
         "next run records its hash and drops it",
     )
 
@@ -678,6 +696,30 @@ def check_head_read_first(root: Path, snapshot: tuple[int, str] | str) -> tuple[
     warnings: list[str] = []
     jmod._check_head(root, READ_WHILE_WRITTEN, problems, warnings, snapshot)
     return problems, warnings
+
+
+def test_a_reader_beside_a_runner_judges_the_journal_by_the_head_it_read_first(
+    tmp_path: Path,
+) -> None:
+    """The head a live reader read before the journal is the one the chain is checked against:
+    two records past it are a runner's appends (a warning), where a reader alone in the folder
+    finds the same files a head two records behind (records deleted or edited)."""
+    run = make_plain(tmp_path, 3)
+    first = sha256_hex(line_list(run)[0])
+    set_head(run, 1, first)
+    with FolderLock(run):
+        live = read_chain(run)
+    assert (live.ok, live.live, live.problems) == (True, True, ())
+    assert live.warnings == (
+        f"{run / HEAD_NAME}: a runner is writing this folder; read 3 records, "
+        "2 after the head it had written",
+    )
+    alone = read_chain(run)
+    assert (alone.ok, alone.warnings) == (False, ())
+    assert alone.problems == (
+        f"{run / HEAD_NAME}: says 1 records ending {first[:12]}, the journal has 3 ending "
+        f"{alone.head[:12]} (records deleted or edited)",
+    )
 
 
 @pytest.mark.parametrize("count", [0, 1, 2])
