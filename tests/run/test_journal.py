@@ -583,6 +583,7 @@ def test_the_head_file_missing_is_a_problem_only_with_records(tmp_path: Path) ->
         b'{"records": "a", "sha256": 1}',
         b'{"records": 1, "sha256": 1}',  # each field is checked, not only the pair
         b'{"records": 1.0, "sha256": "x"}',
+        b'{"records": true, "sha256": "x"}',  # a bool is an int to Python, not to the format
         b"[]",
     ],
 )

@@ -374,19 +374,21 @@ def _read_head(root: Path) -> tuple[int, str] | str | None:
     path = root / HEAD_NAME
     if not os.path.lexists(path):
         return None
+    unreadable = f"{path}: unreadable (not the documented head record)"
     try:
         with open_read(path) as fh:
             data = fh.read(4096)
         saved = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
         saved_count, saved_hash = saved["records"], saved["sha256"]
-        if not isinstance(saved_count, int) or not isinstance(saved_hash, str):
-            raise TypeError("records must be an integer and sha256 a string")
     except (ValueError, KeyError, TypeError, RecursionError):
-        return f"{path}: unreadable (not the documented head record)"
+        return unreadable
     except NeedlepointError as exc:
         return str(exc)
     except OSError as exc:
         return f"{path}: cannot read ({exc.strerror})"
+    # JSON's true is an int to Python: the head counts records with a JSON integer, never a bool.
+    if type(saved_count) is not int or not isinstance(saved_hash, str):
+        return unreadable
     return saved_count, saved_hash
 
 
