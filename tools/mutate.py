@@ -37,6 +37,7 @@ from mutation_run import (
     RunState,
     Verdicts,
     add_workers,
+    changed_since_staged,
     check_workers,
     core_files,
     generate,
@@ -170,6 +171,12 @@ def main(argv: list[str] | None = None) -> int:
             result = score(outcomes, {k: e for k, e in excused.items() if k in chosen})
             result.problems = match_outcomes(register, outcomes)[1]
             if state is not None:
+                moved = changed_since_staged(files, shards)
+                if moved:
+                    raise MutateError(
+                        f"{', '.join(moved)}: changed since the run was staged; restore it, "
+                        "then --report (or measure again)"
+                    )
                 complete = {o.function: True for o in everything}
                 seconds = {o.function: 0.0 for o in everything}
                 for o in everything:

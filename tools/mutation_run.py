@@ -106,6 +106,19 @@ def patterns_for(args: list[str], modules: list[str]) -> list[str]:
     return out
 
 
+def changed_since_staged(files: dict[str, Path], modules: set[str]) -> list[str]:
+    """The core files of ``modules`` whose checkout copy differs from the one staged (and
+    measured): a results file keys each verdict by its function's source in the checkout, so a
+    verdict must never be recorded against code other than the code it was measured on."""
+    out = []
+    for module in sorted(modules):
+        path = files[module]
+        staged = STAGE / "src" / path.relative_to(ROOT / "lib")
+        if not staged.is_file() or staged.read_bytes() != path.read_bytes():
+            out.append(path.relative_to(ROOT).as_posix())
+    return out
+
+
 def measured(rel: str) -> bool:
     """Whether a file can change a verdict (everything but the docs and this tooling)."""
     return not rel.startswith(NOT_MEASURED)

@@ -230,6 +230,24 @@ def test_resume_names_each_mutant_and_globs_those_no_test_reaches(
     assert state.mutmut_args(list(v), [], v) == []
 
 
+def test_a_report_names_each_core_file_changed_since_the_run_was_staged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run, "ROOT", tmp_path / "root")
+    monkeypatch.setattr(run, "STAGE", tmp_path / "stage")
+    lib, src = tmp_path / "root" / "lib" / "needlepoint", tmp_path / "stage" / "src" / "needlepoint"
+    lib.mkdir(parents=True)
+    src.mkdir(parents=True)
+    files = {f"needlepoint.{name}": lib / f"{name}.py" for name in "abc"}
+    for name, now, staged in [("a", "x = 1\n", "x = 1\n"), ("b", "x = 2\n", "x = 1\n")]:
+        (lib / f"{name}.py").write_text(now)
+        (src / f"{name}.py").write_text(staged)
+    (lib / "c.py").write_text("")  # new since the run: never staged
+    changed = run.changed_since_staged(files, set(files))
+    assert changed == ["lib/needlepoint/b.py", "lib/needlepoint/c.py"]
+    assert run.changed_since_staged(files, {"needlepoint.a"}) == []  # only the run's modules
+
+
 def test_only_verdicts_reached_get_the_stamp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
