@@ -47,6 +47,7 @@ from mutation_run import (
     git_state,
     mutmut_config,
     say,
+    term_as_interrupt,
 )
 
 STAGE = ROOT / "build" / "constants"
@@ -149,11 +150,24 @@ def tests_for(constant: str, files: dict[str, Path], tests: list[str]) -> list[l
     return [group for group in (own, rest) if group]
 
 
+def _away_from_ctrl_c() -> None:
+    """Keep a terminal's Ctrl-C from the test run, and SIGINT working inside it.
+
+    Ctrl-C is the parent's to handle (it kills the runs): an interrupted test run must not read
+    as a kill, so the run gets a process group of its own, which a terminal's Ctrl-C does not
+    reach. SIGINT itself is left working, Python's way: ignoring it here was inherited by every
+    process a test starts (an ignored signal survives exec), and so was a backgrounded parent's
+    ignored SIGINT, so the tests that interrupt a real run failed, or passed without interrupting.
+    """
+    os.setpgrp()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's stop handler is not the run's
+
+
 def _child(stage: Path, tests: list[str]) -> None:
     """In a forked process: import the staged lib/ first, run the tests, exit with pytest's code."""
     os.chdir(ROOT)
-    # Ctrl-C is the parent's to handle: an interrupted test run must not read as a kill.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _away_from_ctrl_c()
     fd = os.open(os.devnull, os.O_WRONLY)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -318,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         _warm()
         say(f"{len(mutants)} constant mutants in {len(args.modules or files)} modules")
         before = git_state()  # what the results files will name, if it is still so at the end
-        verdicts, stopped = measure(work, args.workers), False
+        with term_as_interrupt():  # a plain kill stops the runs as Ctrl-C does
+            verdicts, stopped = measure(work, args.workers), False
     except MutateError as exc:
         say(str(exc))
         return 2

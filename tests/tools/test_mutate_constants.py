@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -232,3 +236,22 @@ def test_the_top_level_tests_mutmut_leaves_out_by_name_still_run_for_constants()
     files = script.test_files(run.mutmut_config())
     assert "tests/test_limits_docs.py" in files and "tests/test_jsonio.py" in files
     assert not any(f.startswith("tests/notebook/") for f in files)
+
+
+def test_a_run_is_out_of_ctrl_c_reach_yet_what_its_tests_start_can_be_interrupted() -> None:
+    """The forked run leaves the terminal's process group, and a process a test starts gets
+    SIGINT working even when this run was started in the background (SIGINT ignored), as the
+    tests that interrupt a real run need."""
+    probe = "import signal, sys; sys.exit(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's code runs in the forked process
+        code = 9
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a job started with & inherits it
+            script._away_from_ctrl_c()
+            started = subprocess.run([sys.executable, "-c", probe], check=False).returncode
+            code = started + (2 if os.getpgrp() != os.getpid() else 0)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
