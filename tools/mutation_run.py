@@ -367,7 +367,7 @@ def run_mutmut(
             env=_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=_limit_memory,
+            preexec_fn=_mutmut_child,
         )
         assert proc.stdout is not None
         try:
@@ -480,6 +480,14 @@ def _limit_memory() -> None:
     fail with MemoryError (its tests fail: the mutant is killed), not take the machine down.
     """
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def _mutmut_child() -> None:
+    """In mutmut's process, before it starts: the memory cap, and SIGINT taken as Ctrl-C (how
+    ``_stop`` ends it) even when this run was started with SIGINT ignored, as a job started with
+    ``&`` from a script is: an ignored signal survives exec, and mutmut would run on."""
+    _limit_memory()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _clock(seconds: float) -> str:
